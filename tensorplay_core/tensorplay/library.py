@@ -31,7 +31,6 @@ from __future__ import annotations
 
 import inspect
 import re
-import sys
 from collections.abc import Iterable
 from typing import TYPE_CHECKING, Any, Callable, ParamSpec, TypeVar, overload
 
@@ -763,12 +762,7 @@ def opcheck(op: str | CustomOpDef[..., Any], args: tuple[Any, ...],
     Returns ``{test name: failure}`` (empty: all passed); with ``raise_exception`` a failure raises
     ``OpCheckError`` carrying that mapping. The caller's tensors are never mutated.
     """
-    # the module as imported now (a dict read, not an import statement per call)
-    mod = sys.modules.get(__package__ + ".testing.opcheck")
-    if mod is None:
-        from .testing.opcheck import opcheck as _opcheck
-    else:
-        _opcheck = mod.opcheck
+    from .testing.opcheck import opcheck as _opcheck
     return _opcheck(op, args, kwargs, test_utils=test_utils, raise_exception=raise_exception,
                     atol=atol, rtol=rtol)
 
