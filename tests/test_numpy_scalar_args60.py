@@ -8,6 +8,8 @@ gave float64, torch bfloat16), and ``tensorplay.compile`` refused it ("must be a
 Python number"). Expected values are the same call with the Python number, so the test states
 the rule, not a table.
 """
+import math
+
 import pytest
 
 import tensorplay as tp
@@ -36,6 +38,8 @@ OPS = {
     "addcmul": lambda x, s: tp.addcmul(x, x, x, value=s), "sub_alpha": lambda x, s: x.sub(x, alpha=s),
     "clamp_both": lambda x, s: tp.clamp(x, s, s), "mul_": lambda x, s: x.clone().mul_(s),
     "add_": lambda x, s: x.clone().add_(s), "nan_to_num": lambda x, s: tp.nan_to_num(x, nan=s),
+    "rsub_fn": lambda x, s: tp.rsub(x, s), "sub_number_first": lambda x, s: tp.sub(s, x),
+    "pow_number_first": lambda x, s: tp.pow(s, x),
     "leaky_relu": lambda x, s: tp.nn.functional.leaky_relu(x, s) if hasattr(tp, "nn") else x,
 }
 
@@ -97,3 +101,31 @@ def test_negative_powers_of_zero_are_inf_without_a_numpy_warning(dt, e):
         warnings.simplefilter("error")
         r = (x ** e).float().tolist()
     assert r[0] == float("inf") and r[1] == pytest.approx(2.0 ** float(e), rel=1e-2)
+
+
+@pytest.mark.parametrize("make", [np.float32, np.int64, np.float64])
+def test_a_numpy_scalar_global_rebound_to_an_equal_value_keeps_one_graph(make):
+    # a fresh NumPy scalar of the same value each call is the same constant (found by a new
+    # user: 20 calls, 21 captures), in a list item too; a changed value recaptures
+    ns = {"S": make(3), "T": [make(2)]}
+    exec("def body(t):\n    return t * S + T[0]\n", ns)
+    f = tp.compile(ns["body"])
+    x = tp.tensor([1.0, 2.0])
+    for _ in range(5):
+        ns["S"], ns["T"][0] = make(3), make(2)
+        assert f(x).tolist() == [5.0, 8.0]
+    assert f.captures == 1, f.captures
+    ns["S"] = make(4)
+    assert f(x).tolist() == [6.0, 10.0]
+    ns["T"][0] = make(1)
+    assert f(x).tolist() == [5.0, 9.0]
+
+
+def test_a_numpy_nan_global_keeps_one_graph():
+    ns = {"S": np.float32("nan")}
+    exec("def body(t):\n    return t + S\n", ns)
+    f = tp.compile(ns["body"])
+    for _ in range(4):
+        ns["S"] = np.float32("nan")
+        assert math.isnan(f(tp.tensor([1.0])).tolist()[0])
+    assert f.captures == 1, f.captures

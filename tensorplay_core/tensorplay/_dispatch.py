@@ -228,6 +228,7 @@ def bad_arguments(op, values: dict, exc=None, number_self=None):
     if number_self is not None:
         args = op.schema.arguments
         s, o = values.get(args[0].name), values.get(args[1].name)
+        s = as_number(s)         # a NumPy scalar first: the number torch reads it as
         if isinstance(s, (int, float)) and isinstance(o, T) and len(values) == 2:
             r = getattr(o, number_self)(s)
             if r is not NotImplemented:

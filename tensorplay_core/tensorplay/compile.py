@@ -1250,7 +1250,7 @@ def _freeze(v, budget, keep):
     if budget[0] < 0:
         raise _Unfreezable
     t = v.__class__
-    if t in _SCALAR_TYPES:
+    if t in _SCALAR_TYPES or _np_scalar(v):
         return (t, _spelling(v) if _special(v) else v)
     if t is tuple or t is list:
         return (t, tuple([_freeze(x, budget, keep) for x in v]))
@@ -1269,8 +1269,19 @@ def _special(v) -> bool:
     but the graph bakes the sign in) or a NaN (never equal to itself). Such values are
     compared by ``_spelling``."""
     c = v.__class__
-    return c is float and (v == 0.0 or v != v) or c is complex and (
-        v.real == 0.0 or v.imag == 0.0 or v != v)
+    if c is float:
+        return v == 0.0 or v != v
+    if c is complex or (c.__module__ == "numpy" and getattr(v, "dtype", None) is not None
+                        and v.dtype.kind in "fc" and getattr(v, "ndim", None) == 0):
+        return v.real == 0.0 or v.imag == 0.0 or v != v
+    return False
+
+
+def _np_scalar(v) -> bool:
+    """A NumPy scalar (``np.float32(1.5)``, ``np.int64(3)``...): compared by value as a Python
+    number is, not by identity (a fresh equal one is the same constant)."""
+    t = v.__class__
+    return t.__module__ == "numpy" and t.__name__ != "ndarray" and getattr(v, "ndim", None) == 0
 
 
 def _flat_key(v):
@@ -1319,7 +1330,7 @@ def _snapshot(v):
     if v is _MISSING:
         return None
     t = v.__class__
-    if t in _SCALAR_TYPES:
+    if t in _SCALAR_TYPES or _np_scalar(v):
         return ("s", v, None, None)
     if t in _CONTAINER_TYPES:
         keep: list = []
