@@ -129,3 +129,16 @@ def test_a_numpy_nan_global_keeps_one_graph():
         ns["S"] = np.float32("nan")
         assert math.isnan(f(tp.tensor([1.0])).tolist()[0])
     assert f.captures == 1, f.captures
+
+
+@pytest.mark.parametrize("bound", ["min", "max"])
+@pytest.mark.parametrize("make", [np.int64, np.int32, np.uint16])
+def test_a_numpy_int_bound_out_of_an_integer_dtypes_range_is_refused_as_a_python_int(bound, make):
+    # it wrapped silently (int8 clamp(max=np.int64(200)) gave -56 everywhere); torch and a
+    # Python int raise "value cannot be converted to type int8 without overflow"
+    x = tp.tensor([1, 3, -2], dtype=tp.int8)
+    with pytest.raises(RuntimeError, match="overflow"):
+        x.clamp(**{bound: 200})
+    with pytest.raises(RuntimeError, match="overflow"):
+        x.clamp(**{bound: make(200)})
+    assert x.clamp(**{bound: make(2)}).tolist() == x.clamp(**{bound: 2}).tolist()

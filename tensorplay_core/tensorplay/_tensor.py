@@ -1620,6 +1620,10 @@ class Tensor(TensorBase, instance_class=True):
         ``minimum`` do."""
         if min is None and max is None:
             raise RuntimeError("torch.clamp: At least one of 'min' or 'max' must not be None")
+        if min.__class__ not in _PLAIN_BOUNDS:
+            min = _as_number(min)           # a NumPy scalar: the number torch reads it as
+        if max.__class__ not in _PLAIN_BOUNDS:
+            max = _as_number(max)
         if self._dtype is _dtype.bool and all(
                 b is None or b.__class__ is bool or isinstance(b, Tensor) and b._dtype is
                 _dtype.bool for b in (min, max)) and (
@@ -4092,6 +4096,7 @@ from .autograd.function import check_inplace as _check_inplace  # noqa: E402
 from .autograd.grad_mode import _state as _grad_state  # noqa: E402
 from ._dispatch import NoGradBlock as _NoGradBlock  # noqa: E402
 from ._dispatch import as_number as _as_number  # noqa: E402
+_PLAIN_BOUNDS = frozenset((int, float, bool, type(None), Tensor))   # clamp's bounds as given
 from ._dispatch import _state as _dispatch_state  # noqa: E402
 # ``hook(tensor)``, set by ``tensorplay._capture`` while a capture is in progress in any thread
 # (else None: one global read on the eager path): called when ``_need_data`` passes (the
