@@ -304,3 +304,22 @@ def test_on_a_gpu_row_fills_from_a_new_thread_and_after_give_the_broadcast():
     assert len(out) == 8
     for col, got in out:
         np.testing.assert_array_equal(got, np.broadcast_to(col, (4096, 64)))
+
+
+def test_a_kernel_fetched_from_a_module_launches_through_its_compiled_function(monkeypatch):
+    """CuPy 14's ``RawModule.get_function`` gives a ``RawKernel`` (no ``ptr``): the packed launch
+    keeps its compiled ``Function`` (``RawKernel.kernel``), whose address the driver call takes.
+    Taking the ``RawKernel`` itself raised ``AttributeError: ... 'ptr'`` on every row-broadcast
+    copy on a GPU (session 60's H100 run); the stand-ins had known the address beforehand."""
+    class Compiled:                      # cupy.cuda.function.Function: ptr and __call__
+        ptr = 0x4000
+
+    class Kernel:                        # cupy.RawKernel: no ptr; .kernel compiles
+        kernel = Compiled()
+    monkeypatch.setattr(fill, "_functions", {})
+    monkeypatch.setattr(fill, "_load_launch", lambda: None)
+    f = fill.function("tp_rowfill_4", 0, Kernel)
+    assert f == (Kernel.kernel, 0x4000)
+    assert fill.function("tp_rowfill_4", 0, Kernel) is f           # kept per device
+    plain = Compiled()
+    assert fill.function("tp_fill16", 0, lambda: plain) == (plain, 0x4000)   # a Function as is
