@@ -459,11 +459,16 @@ def _lift(on: bool) -> None:
             ops = _registry._OPS
             # the (table, key, op) slots to swap, listed again only when the registry (its ops,
             # by identity) or the loaded devices changed: a capture pays one pass over them
-            sig = (len(ops), sum(map(id, ops.values())), tuple(_devices.loaded))
+            # (snapshots first, each one C-level copy: summing ids over the live view allocates,
+            # and a collection then run can finalize a library that unregisters its ops --
+            # "dictionary changed size during iteration" under the eight-thread stress test)
+            vals = list(ops.values())
+            devs = tuple(_devices.loaded)
+            sig = (len(vals), sum(map(id, vals)), devs)
             if _lift_plan[0] != sig:
-                keys = set(_devices.loaded)
+                keys = set(devs)
                 plan = []
-                for op in list(ops.values()):
+                for op in vals:
                     table = op.table
                     if "capture" in table:
                         r = _weakref(op)

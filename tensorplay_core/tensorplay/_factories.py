@@ -18,7 +18,8 @@ from ._kernels import elementwise as _ew
 from ._device import Device
 from ._ops import ops as O
 from ._ops._define import factory_out as _factory_out, write_out as _write_out
-from ._ops._shapes import check_fill, check_nonnegative, scalar_value, size_ints
+from ._ops._shapes import check_fill, check_nonnegative, scalar_value, size_ints, \
+    where_int_in_range
 from .fake import make_fake as _make_fake
 
 if TYPE_CHECKING:
@@ -1110,13 +1111,16 @@ def where(condition: Tensor, input: _TensorOrScalar | None = None,
           other: _TensorOrScalar | None = None, *, out: Any = None) -> Any:
     """Elementwise ``input if condition else other`` with broadcasting (same as ``torch.where``).
     ``condition`` must be a bool tensor (``RuntimeError`` otherwise, as torch); ``input`` and
-    ``other`` are tensors or Python numbers, promoted together (a number out of an integer
-    dtype's range wraps, as torch: ``where(m, uint8_t, -1)`` puts 255). ``where(condition)``
+    ``other`` are tensors or Python numbers, promoted together (an int beside an integer tensor
+    is converted checked, as torch: ``RuntimeError`` for 200 with int8, while
+    ``where(m, uint8_t, -1)`` puts 255). ``where(condition)``
     alone is ``nonzero(condition, as_tuple=True)``: a tuple of int64 index tensors, one per
     dim."""
     if out is not None:
         return _write_out("where", out, where, (condition, input, other), {}, "exact")
     if input is None and other is None:
         return condition.nonzero(as_tuple=True)
+    if input.__class__ is int or other.__class__ is int:
+        where_int_in_range(input, other)
     return O.where(condition, input, other)
 

@@ -213,6 +213,9 @@ def _times_alpha(self, other, alpha, api):
         if rt is not _dtype.bool:
             raise RuntimeError("Boolean alpha only supported for Boolean results.")
     elif rt is _dtype.bool:
+        if alpha.__class__ is float:        # bool is integral: torch refuses a float alpha too
+            raise RuntimeError("For integral input tensors, argument alpha must not be a "
+                               "floating point number.")
         alpha = bool(alpha)
     elif not rt.is_floating_point:
         if alpha.__class__ is float:
@@ -257,6 +260,8 @@ def _addc(self, t1, t2, value, op, api):
         t2 = _O.to_dtype(t2, rt)
     if not rt.is_floating_point and value.__class__ is float:
         value = int(value)              # torch converts the scalar to the integer dtype
+    if value.__class__ is int and not rt.is_floating_point:
+        value = _check_fill(api, value, rt)     # checked, as torch ("... without overflow")
     if rt in _LOWP:     # float16/bfloat16: at float32, rounded once (torch's opmath)
         return _opmath.addc(self, t1, t2, value, api, rt)
     if value != 1 or value is True:
@@ -1654,6 +1659,8 @@ class Tensor(TensorBase, instance_class=True):
 
     def where(self, condition: Tensor, other: _TensorOrScalar) -> Tensor:
         """``condition ? self : other`` elementwise, as ``torch.Tensor.where``."""
+        if other.__class__ is int:
+            _where_int_in_range(self, other)     # checked conversion, as tensorplay.where
         return _O.where(condition, self, other)
 
     def sum(self, dim: _Dims = _NO_DIM, keepdim: _bool = _NO_KEEPDIM, *,
@@ -4096,6 +4103,7 @@ from .autograd.function import check_inplace as _check_inplace  # noqa: E402
 from .autograd.grad_mode import _state as _grad_state  # noqa: E402
 from ._dispatch import NoGradBlock as _NoGradBlock  # noqa: E402
 from ._dispatch import as_number as _as_number  # noqa: E402
+from ._ops._shapes import where_int_in_range as _where_int_in_range  # noqa: E402
 _PLAIN_BOUNDS = frozenset((int, float, bool, type(None), Tensor))   # clamp's bounds as given
 from ._dispatch import _state as _dispatch_state  # noqa: E402
 # ``hook(tensor)``, set by ``tensorplay._capture`` while a capture is in progress in any thread

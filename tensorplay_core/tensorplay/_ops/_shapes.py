@@ -254,6 +254,17 @@ def scalar_value(api: str, value):
     raise TypeError(f"{api}(): argument 'fill_value' must be Number, not {c.__name__}")
 
 
+def where_int_in_range(input, other):
+    """A Python int beside an integer tensor keeps that tensor's dtype: torch converts it
+    checked, so a value the dtype cannot hold raises ``RuntimeError`` ("value cannot be
+    converted to type int8 without overflow"; an unsigned dtype takes negatives as two's
+    complement, ``where(m, uint8_t, -1)`` puts 255, as ``check_fill``)."""
+    for n, t in ((input, other), (other, input)):
+        if n.__class__ is int and isinstance(t, TensorBase) and \
+                t.raw_dtype._kind in "iu":
+            check_fill("where", n, t.raw_dtype)
+
+
 def check_fill(api: str, value, dtype):
     """``value`` for a ``full`` of ``dtype``, checked once on the host as torch does: a
     ``TypeError`` (naming ``api`` and ``fill_value``) for a non-number, ``RuntimeError`` ("value
