@@ -36,6 +36,7 @@ _DT = _dtype.DType
 _index = operator.index
 _default = _dtype._default   # [the default float dtype]: read per call, set_default_dtype writes it
 _INT64, _BOOL = _dtype.int64, _dtype.bool
+_FLOAT_KIND = _dtype.float32      # (where's getattr default for a non-tensor: no check)
 
 # dtype -> (lo, hi): a Python int or float inside passes ``check_fill`` unchanged for that dtype
 # (floats: float16's range, the narrowest; float64 and bool: a C long, beyond which ``check_fill``
@@ -1120,7 +1121,11 @@ def where(condition: Tensor, input: _TensorOrScalar | None = None,
         return _write_out("where", out, where, (condition, input, other), {}, "exact")
     if input is None and other is None:
         return condition.nonzero(as_tuple=True)
-    if input.__class__ is int or other.__class__ is int:
+    # an int beside an integer tensor: its checked conversion (one class test for the rest)
+    if other.__class__ is int:
+        if input.__class__ is not int and getattr(input, "raw_dtype", _FLOAT_KIND)._kind in "iu":
+            where_int_in_range(input, other)
+    elif input.__class__ is int and getattr(other, "raw_dtype", _FLOAT_KIND)._kind in "iu":
         where_int_in_range(input, other)
     return O.where(condition, input, other)
 

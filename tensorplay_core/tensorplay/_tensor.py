@@ -1659,7 +1659,7 @@ class Tensor(TensorBase, instance_class=True):
 
     def where(self, condition: Tensor, other: _TensorOrScalar) -> Tensor:
         """``condition ? self : other`` elementwise, as ``torch.Tensor.where``."""
-        if other.__class__ is int:
+        if other.__class__ is int and self._dtype._kind in "iu":
             _where_int_in_range(self, other)     # checked conversion, as tensorplay.where
         return _O.where(condition, self, other)
 
