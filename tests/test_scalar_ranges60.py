@@ -42,3 +42,10 @@ def test_a_float_alpha_with_bool_tensors_is_refused(alpha):
         tp.add(b, b, alpha=alpha)
     assert tp.add(b, b, alpha=2).tolist() == [True, False]
     assert tp.add(b, b, alpha=True).tolist() == [True, False]
+
+
+def test_index_add_of_bool_tensors_takes_a_float_alpha_as_torch():
+    # torch's index_add (unlike add/sub) accepts a float alpha for bool: bool(alpha) scales
+    b = tp.zeros(2, 3, dtype=tp.bool)
+    r = b.index_add(0, tp.tensor([0, 1]), tp.ones(2, 3, dtype=tp.bool), alpha=0.5)
+    assert r.dtype == tp.bool and r.tolist() == [[True] * 3, [True] * 3]

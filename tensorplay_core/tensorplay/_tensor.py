@@ -213,7 +213,8 @@ def _times_alpha(self, other, alpha, api):
         if rt is not _dtype.bool:
             raise RuntimeError("Boolean alpha only supported for Boolean results.")
     elif rt is _dtype.bool:
-        if alpha.__class__ is float:        # bool is integral: torch refuses a float alpha too
+        if alpha.__class__ is float and api != "index_add":
+            # bool is integral: torch's add/sub refuse a float alpha too (its index_add takes it)
             raise RuntimeError("For integral input tensors, argument alpha must not be a "
                                "floating point number.")
         alpha = bool(alpha)

@@ -60,8 +60,6 @@ LENIENT: dict[str, str] = {
         "einsum promotes mixed operand dtypes and computes bool operands, as the elementwise ops "
         "it is made of; torch's bmm path refuses both",
     r"einsum\(list form\) (\w+) (?!\1$)\w+": "einsum promotes mixed operand dtypes (as above)",
-    r"(Tensor\.)?add\(bool, bool, alpha=0\.5\)":
-        "a bool add takes bool(alpha); torch refuses a float alpha for integral inputs",
     # torch's answer depends on its kernels' order among equal values
     r"(Tensor\.)?(amax|amin|max)\(float(32|64):zeros.*":
         "-0.0 and +0.0 are equal: which one an extremum returns is the reduction order's "
