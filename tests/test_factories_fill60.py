@@ -207,3 +207,16 @@ def test_a_string_device_is_read_again_after_the_canonical_devices_are_forgotten
     for _ in range(2):     # an unknown spelling is never remembered: refused each time
         with pytest.raises(tp.errors.DeviceUnavailableError, match="nosuchdevice60"):
             tp.zeros(2, device="nosuchdevice60")
+
+
+@pytest.mark.parametrize("api", ["full", "full_like"])
+@pytest.mark.parametrize("value", ["1-d", "2-d", "requires_grad"])
+def test_a_tensor_fill_value_is_a_number_only_when_0_dim_and_without_grad(api, value):
+    # torch: "full(): argument 'fill_value' (position 2) must be Number, not Tensor"; a 1-element
+    # 1-d tensor was read as its number and a 0-dim one requiring grad lost its grad silently
+    v = {"1-d": tp.tensor([1.0]), "2-d": tp.tensor([[3]]),
+         "requires_grad": tp.tensor(2.0, requires_grad=True)}[value]
+    call = (lambda f: tp.full((2,), f)) if api == "full" else (lambda f: tp.full_like(tp.ones(2), f))
+    with pytest.raises(TypeError, match="must be Number, not Tensor"):
+        call(v)
+    assert call(tp.tensor(2.0)).tolist() == [2.0, 2.0]          # 0-dim, no grad: its number

@@ -52,6 +52,16 @@ _FILL_WINDOW = {
     _dtype.uint32: (0, 2**32 - 1)}
 
 
+def _tensor_fill(api, value):
+    """A tensor as ``full``/``full_like``'s fill value: only a 0-dim one that does not require
+    grad reads as a number, as torch's argument parser has it; any other tensor is
+    ``TypeError`` ("argument 'fill_value' (position 2) must be Number, not Tensor")."""
+    if isinstance(value, _tensor_base.TensorBase) and (value.raw_shape or value.requires_grad):
+        raise TypeError(f"{api}(): argument 'fill_value' (position 2) must be Number, not Tensor"
+                        f" (a tensor fill value must be 0-dim and not require grad: pass "
+                        f"t.item(), or t.detach() for a 0-dim one)")
+
+
 def _value_dtype(value, number):
     """``full``'s dtype for fill value ``value`` that is no Python ``bool``/``int``/``float``
     (``number``: ``scalar_value``'s reading of it), as torch infers it: a 0-dim tensor by its
@@ -404,6 +414,7 @@ def full(size: Sequence[int], fill_value: _Number, *, dtype: _DTypeLike | None =
         if dtype is None:
             dtype = _BOOL
     else:
+        _tensor_fill("full", fill_value)
         v = scalar_value("full", fill_value)
         if dtype is None:
             dtype = _value_dtype(fill_value, v)
@@ -751,6 +762,7 @@ def full_like(t: Tensor, fill_value: _Number, *, dtype: _DTypeLike | None = None
         if w is None or not w[0] <= fill_value <= w[1]:
             fill_value = check_fill("full_like", fill_value, dt)
     elif c is not bool:
+        _tensor_fill("full_like", fill_value)
         fill_value = check_fill("full_like", fill_value, dt)
     if device is None and memory_format is None and requires_grad is False:
         f = _like_fast(t, _FULL_TABLE)
