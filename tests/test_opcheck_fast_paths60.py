@@ -76,28 +76,21 @@ def test_schema_still_sees_the_undeclared_write_on_its_row_major_clone():
     assert r.status == "fail" and "values changed" in r.message, r.message
 
 
-@lib.custom_op("fast60::scale", mutates_args=())
-def scale(x: Tensor) -> Tensor:
-    return x * 3.0
+def _scale_op(name, derivative):
+    """``x * 3.0`` as custom op ``fast60::<name>``, its backward ``g * derivative``."""
+    @lib.custom_op(f"fast60::{name}", mutates_args=())
+    def op(x: Tensor) -> Tensor:
+        return x * 3.0
+
+    @op.register_fake
+    def _(x):
+        return x.new_empty(x.shape)
+    op.register_autograd(lambda ctx, g: g * derivative)
+    return op
 
 
-@scale.register_fake
-def _(x):
-    return x.new_empty(x.shape)
-
-
-@lib.custom_op("fast60::scale_wrong", mutates_args=())
-def scale_wrong(x: Tensor) -> Tensor:
-    return x * 3.0
-
-
-@scale_wrong.register_fake
-def _(x):
-    return x.new_empty(x.shape)
-
-
-scale.register_autograd(lambda ctx, g: g * 3.0)
-scale_wrong.register_autograd(lambda ctx, g: g * 2.5)      # the wrong derivative
+scale = _scale_op("scale", 3.0)
+scale_wrong = _scale_op("scale_wrong", 2.5)      # the wrong derivative
 
 
 @pytest.mark.parametrize("dtype", ["float16", "float32", "float64"])

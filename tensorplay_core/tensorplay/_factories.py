@@ -398,7 +398,8 @@ def full(size: Sequence[int], fill_value: _Number, *, dtype: _DTypeLike | None =
     (bool -> bool, int -> int64, float -> the default float; NumPy integer scalars -> int64, its
     other scalars -> the default float, ``bool_`` included: it is no Python bool; a 0-dim tensor
     by its dtype's kind: bool, int64 or the default float). ``TypeError`` when ``fill_value`` is
-    not a number, ``RuntimeError`` when ``dtype`` cannot hold it (nan/inf or out of range into an
+    not a number (a tensor other than a 0-dim one without grad included, as torch's argument
+    parser), ``RuntimeError`` when ``dtype`` cannot hold it (nan/inf or out of range into an
     integer dtype, beyond float16's range...)."""
     if out is not None:
         return _factory_out("full", out, dtype, full, (size, fill_value),
