@@ -316,10 +316,12 @@ def test_factories_make_cupy_backed_tensors_on_cuda0():
 @needs_cuda
 def test_device_moves_and_spellings():
     x = tp.arange(6, dtype=tp.float32).reshape(2, 3)
-    for y in (x.to("cuda"), x.cuda(), x.cuda(0), x.to(tp.device("cuda", 0)), x.to("CUDA:0"),
+    for y in (x.to("cuda"), x.cuda(), x.cuda(0), x.to(tp.device("cuda", 0)), x.to("cuda:0"),
               x.to(device="cuda"), x.to("cuda", tp.float64)):
         assert y.device == CUDA0
         assert y.cpu().tolist() == x.tolist()
+    with pytest.raises(RuntimeError, match="lower case.*'cuda:0'"):
+        x.to("CUDA:0")            # as torch: device types are spelled in lower case
     g = x.to("cuda")
     assert g.to("cuda") is g and g.to("cuda:0") is g
     back = g.to("cpu")

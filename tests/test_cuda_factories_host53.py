@@ -71,14 +71,14 @@ def test_capture_records_the_factories_of_the_inline_dispatch():
     np.testing.assert_array_equal(cf(tp.full((3,), 2.0)).numpy(), [6.0, 6.0, 6.0])
 
 
-@pytest.mark.parametrize("spelling", ["cpu", "cpu:0", " CPU ", "meta", "cuda", "cuda:1"])
+@pytest.mark.parametrize("spelling", ["cpu", "cpu:0", "cpu:1", "meta", "cuda", "cuda:1"])
 def test_a_string_device_is_the_device_canonical_gives(spelling):
     tp.device(spelling)          # seen once: Device's cache holds it
     for _ in range(2):
         assert _factories._dev(spelling) is canonical(spelling)
 
 
-@pytest.mark.parametrize("spelling", ["cpu:1", "tpu", "cuda:x", "", 3.5])
+@pytest.mark.parametrize("spelling", [" CPU ", "tpu", "cuda:x", "", 3.5])
 def test_bad_device_strings_keep_their_errors(spelling):
     def err(f):
         with pytest.raises(Exception) as e:
@@ -93,10 +93,10 @@ def test_bad_device_strings_keep_their_errors(spelling):
 
 
 def test_full_sizes_keep_their_spellings_and_errors():
-    for size in ((2, 3), [2, 3], (np.int64(2), 3), 4, ()):
-        want = (2, 3) if size not in (4, ()) else ((4,) if size == 4 else ())
+    for size in ((2, 3), [2, 3], (np.int64(2), 3), ()):
+        want = (2, 3) if size != () else ()
         assert tuple(tp.full(size, 1.5).shape) == want
-    for size in ((2, 3.0), (2, None), [True, 2]):
+    for size in ((2, 3.0), (2, None), [True, 2], 4):     # 4: a bare int, refused as torch
         with pytest.raises(TypeError, match="full"):
             tp.full(size, 1.5)
     with pytest.raises(TypeError, match="requires_grad"):

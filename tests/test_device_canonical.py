@@ -88,11 +88,19 @@ def test_single_device_mock_type_drops_index():
         assert (tp.ones(2, device="mock1:0") + tp.ones(2, device="mock1")).shape == (2,)
 
 
-def test_one_device_type_refuses_other_indices():
-    with pytest.raises(ValueError, match=r"cpu:1.*one device"):
-        tp.zeros(2, device="cpu:1")
-    with pytest.raises(ValueError, match=r"cpu:1.*one device"):
-        tp.ones(2).to("cpu:1")
+def test_cpu_and_meta_read_any_index_as_the_type():
+    # as torch: "cpu:1" makes cpu tensors (torch ignores a cpu index), "meta:1" meta ones
+    assert tp.zeros(2, device="cpu:1").device is tp.device("cpu")
+    assert tp.ones(2).to("cpu:1").device is tp.device("cpu")
+    assert tp.zeros(2, device="meta:1").device is tp.device("meta")
+
+
+def test_a_single_device_backend_refuses_other_indices():
+    with MockBackend("mock1"):
+        with pytest.raises(ValueError, match=r"mock1:1.*one device"):
+            tp.zeros(2, device="mock1:1")
+        with pytest.raises(ValueError, match=r"mock1:1.*one device"):
+            tp.ones(2).to("mock1:1")
 
 
 def test_bare_type_follows_the_current_device():

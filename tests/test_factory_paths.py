@@ -34,7 +34,10 @@ def test_single_int_and_zero_dim():
     _check(tp.empty(5), (5,), F32)
     _check(tp.zeros(()), (), F32, value=0)
     _check(tp.full([], 3.5), (), F32, value=3.5)
-    _check(tp.full(4, 2), (4,), tp.int64, value=2)
+    _check(tp.full((4,), 2), (4,), tp.int64, value=2)
+    with pytest.raises(TypeError, match=r"full\(\): argument 'size' \(position 1\) must be tuple "
+                                        r"of ints, not int"):
+        tp.full(4, 2)          # as torch: full's size is a sequence, never a bare int
 
 
 def test_non_int_sizes_are_refused():

@@ -178,6 +178,8 @@ def test_device_of_unknown_type_raises(spelling):
 
 
 def test_device_known_types_and_interning():
-    assert tp.device("cpu") is tp.device("CPU") is tp.device("cpu")
+    assert tp.device("cpu") is tp.device("cpu")
+    with pytest.raises(RuntimeError, match="lower case.*use 'cpu'"):
+        tp.device("CPU")           # as torch: device types are spelled in lower case
     assert tp.device("meta").type == "meta"
     assert tp.device("cuda:1") is tp.device("cuda", 1)

@@ -306,7 +306,8 @@ def accepted_device_types(*, meta: bool = False) -> list:
     return sorted(out)
 
 
-def unknown_device_type(t: str, spelling, api: str, *, extra=(), what="device type"):
+def unknown_device_type(t: str, spelling, api: str, *, extra=(), what="device type",
+                        any_case=True):
     """``ValueError`` (to raise) for device type ``t`` (lower-cased, from ``spelling``), or
     ``None`` when it is acceptable. Registration-time only (never on the call path).
 
@@ -315,7 +316,9 @@ def unknown_device_type(t: str, spelling, api: str, *, extra=(), what="device ty
     (``"CUPA"``, ``"Bogus"``: dispatch-key style), a near-miss of a known key (``"cdua"``), or a
     device of another framework no plugin provides (``"gpu"``, ``"tpu"``). Any other lower-case
     identifier is accepted as an out-of-tree device type: an op pack may register kernels for a
-    device whose plugin loads after it, and tests simulate devices this way.
+    device whose plugin loads after it, and tests simulate devices this way. ``any_case``: the
+    caller takes known types in any case (dispatch keys: ``"CPU"``), which the message says;
+    ``tensorplay.device`` takes them in lower case only, as torch.
     """
     known = accepted_device_types(meta=True)
     if t in known or t in extra:
@@ -336,5 +339,6 @@ def unknown_device_type(t: str, spelling, api: str, *, extra=(), what="device ty
     if foreign:   # a plugin that should provide it may have failed: name it and its error
         note = failed_device_note(t)
         why = f" ({note})" if note else why
-    return ValueError(f"{api}: unknown {what} {spelling!r}{why}; accepted: {accepted} (any case)"
+    return ValueError(f"{api}: unknown {what} {spelling!r}{why}; accepted: {accepted}"
+                      + (" (any case)" if any_case else "")
                       + (f". Did you mean {suggest!r}?" if suggest else ""))

@@ -18,8 +18,8 @@ from ._kernels import elementwise as _ew
 from ._device import Device
 from ._ops import ops as O
 from ._ops._define import factory_out as _factory_out, write_out as _write_out
-from ._ops._shapes import check_fill, check_nonnegative, scalar_value, size_ints, \
-    where_int_in_range
+from ._ops._shapes import check_fill, check_nonnegative, int_tuple_error, scalar_value, \
+    size_ints, where_int_in_range
 from .fake import make_fake as _make_fake
 
 if TYPE_CHECKING:
@@ -53,13 +53,30 @@ _FILL_WINDOW = {
 
 
 def _tensor_fill(api, value):
-    """A tensor as ``full``/``full_like``'s fill value: only a 0-dim one that does not require
-    grad reads as a number, as torch's argument parser has it; any other tensor is
+    """A tensor as ``full``/``full_like``/``new_full``'s fill value: only a 0-dim one that does
+    not require grad reads as a number, as torch's argument parser has it; any other tensor is
     ``TypeError`` ("argument 'fill_value' (position 2) must be Number, not Tensor")."""
     if isinstance(value, _tensor_base.TensorBase) and (value.raw_shape or value.requires_grad):
         raise TypeError(f"{api}(): argument 'fill_value' (position 2) must be Number, not Tensor"
                         f" (a tensor fill value must be 0-dim and not require grad: pass "
                         f"t.item(), or t.detach() for a 0-dim one)")
+
+
+def fill_number(api, value, dtype):
+    """The fill value of ``full``/``full_like``/``new_full`` (``api``) for ``dtype``, checked
+    as torch's argument parser and ``full`` check it: a number by ``check_fill``
+    (``RuntimeError`` "value cannot be converted to type int8 without overflow"); a 0-dim
+    tensor that does not require grad read as its number (``item()``, as torch's parser does)
+    and checked the same way, so ``full((2,), tensor(300), dtype=int8)`` raises as
+    ``full((2,), 300, dtype=int8)`` does; a fake or captured one, whose value is not known
+    here, unchanged (its kernel casts it). ``TypeError`` for any other tensor
+    (``_tensor_fill``) or a non-number."""
+    if isinstance(value, _tensor_base.TensorBase):
+        _tensor_fill(api, value)
+        if value.native is None or value.capture_info is not None:
+            return value
+        value = value.item()
+    return check_fill(api, value, dtype)
 
 
 def _value_dtype(value, number):
@@ -131,14 +148,38 @@ def _dt(dtype):
 
 def _size(size, api="empty"):
     """``*size`` of factory ``api`` (ints, or one list/tuple of ints) as a list of ints;
-    ``TypeError`` naming ``api`` and ``size`` for bools, floats, None, strings..."""
+    ``TypeError`` naming ``api`` and ``size`` for bools, floats, None, strings... One argument
+    that is neither an int (``__index__``: a NumPy integer, a 0-dim int tensor) nor a sequence
+    is refused in torch's words ("argument 'size' (position 1) must be tuple of ints, not
+    Tensor")."""
     if len(size) == 1:
         s = size[0]
         if s.__class__ is int:
             return [s]
         if isinstance(s, (list, tuple)):
             size = s
+        else:
+            return [_one_int(s, api)]
     return _ints(size, api)
+
+
+def _one_int(s, api):
+    """The one ``*size`` argument ``s`` that is no int or sequence, as an int (its
+    ``__index__``), or torch's ``TypeError`` naming ``size``."""
+    if s.__class__ is not bool and s.__class__.__name__ != "bool_":
+        try:
+            return _index(s)
+        except (TypeError, ValueError, RuntimeError):
+            pass
+    raise int_tuple_error(api, "size", s, 1)
+
+
+def _seq(value, api, name="size", position=None):
+    """``value`` of an int-list argument that takes no bare int (``full``'s ``size``, the
+    ``size=`` keyword): returned when a list or tuple, else torch's ``TypeError``."""
+    if isinstance(value, (list, tuple)):
+        return value
+    raise int_tuple_error(api, name, value, position)
 
 
 def _ints(seq, api):
@@ -152,12 +193,13 @@ def _ints(seq, api):
 
 
 def _sizes(size, kw, api):
-    """``*size`` or the ``size=`` keyword (torch takes either, not both)."""
+    """``*size`` or the ``size=`` keyword (torch takes either, not both; the keyword takes a
+    sequence only, as torch's: ``zeros(size=3)`` is a ``TypeError``)."""
     if kw is None:
         return size
     if size:
         raise TypeError(f"{api}(): got the size both positionally and as 'size='; pass one")
-    return (kw,)
+    return (_seq(kw, api),)
 
 
 def _bad_grad(api, requires_grad):
@@ -423,20 +465,23 @@ def full(size: Sequence[int], fill_value: _Number, *, dtype: _DTypeLike | None =
         c = v.__class__
     if dtype.__class__ is not _DT:
         dtype = _dtype.as_dtype(dtype)
-    # the range check (bools fit every dtype; tensors pass as before), skipped for a value
-    # inside the window every value of the dtype's kind passes unchanged (_FILL_WINDOW)
+    # the range check (bools fit every dtype), skipped for a value inside the window every
+    # value of the dtype's kind passes unchanged (_FILL_WINDOW); a 0-dim tensor is read as its
+    # number and checked as one (fill_number)
     if c is float or c is int:
         w = _FILL_WINDOW.get(dtype)
         if w is None or not w[0] <= fill_value <= w[1]:
             fill_value = check_fill("full", fill_value, dtype)
+    elif c is not bool:
+        fill_value = fill_number("full", fill_value, dtype)
     if size.__class__ is tuple:
         size = list(size)
         for s in size:     # _size's work inlined for a tuple: one class test per dimension
             if s.__class__ is not int:
                 size = size_ints("full", size)
                 break
-    else:
-        size = _size((size,), "full")
+    else:                  # a list; a bare int is refused, as torch's full(3, v)
+        size = _ints(_seq(size, "full", "size", 1), "full")
     device = _CPU if device is None else _dev(device)
     f = _FULL_TABLE.get(_mst.mode or device.type)      # the op's dispatch (see _EMPTY_TABLE)
     t = f(size, fill_value, dtype=dtype, device=device) if f is not None else \
@@ -583,6 +628,11 @@ def randint(*args: int | Sequence[int], size: Sequence[int] | None = None, low: 
     args = list(args)
     if size is None and args and isinstance(args[-1], (list, tuple)):
         size = args.pop()
+    elif size is None and len(args) in (2, 3):
+        # randint(10, 3): torch reads the last as the size, which takes no bare int
+        raise int_tuple_error("randint", "size", args[-1], len(args))
+    elif size is not None:
+        _seq(size, "randint")
     if len(args) == 2:
         low, high = args
     elif len(args) == 1:
@@ -650,8 +700,8 @@ def empty_strided(size: Sequence[int], stride: Sequence[int], *, dtype: _DTypeLi
     (``1 + sum((n - 1) * s)``, 0 for an empty tensor); on fake/meta devices only the metadata.
     ``ValueError`` when ``size`` and ``stride`` differ in length or a size or stride is negative;
     ``TypeError`` for a non-int entry."""
-    size = size_ints("empty_strided", list(size))
-    stride = size_ints("empty_strided", list(stride))
+    size = size_ints("empty_strided", list(_seq(size, "empty_strided", "size", 1)))
+    stride = size_ints("empty_strided", list(_seq(stride, "empty_strided", "stride", 2)))
     if len(size) != len(stride):
         raise ValueError(f"empty_strided: size {tuple(size)} and stride {tuple(stride)} must have "
                          f"the same length")
@@ -762,9 +812,8 @@ def full_like(t: Tensor, fill_value: _Number, *, dtype: _DTypeLike | None = None
         w = _FILL_WINDOW.get(dt)      # see full: a value inside the window needs no check
         if w is None or not w[0] <= fill_value <= w[1]:
             fill_value = check_fill("full_like", fill_value, dt)
-    elif c is not bool:
-        _tensor_fill("full_like", fill_value)
-        fill_value = check_fill("full_like", fill_value, dt)
+    elif c is not bool:       # a NumPy scalar, a 0-dim tensor (read as its number)...
+        fill_value = fill_number("full_like", fill_value, dt)
     if device is None and memory_format is None and requires_grad is False:
         f = _like_fast(t, _FULL_TABLE)
         if f is not None:

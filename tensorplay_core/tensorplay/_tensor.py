@@ -892,13 +892,18 @@ class Tensor(TensorBase, instance_class=True):
     def new_full(self, size: Sequence[_int], fill_value: _Number, *,
                  dtype: _DTypeLike | None = None, device: _DeviceLike | None = None,
                  requires_grad: _bool = False) -> Tensor:
-        """``fill_value`` everywhere, shape ``size``, this tensor's dtype/device unless given."""
+        """``fill_value`` everywhere, shape ``size`` (a tuple or list of ints: a bare int is a
+        ``TypeError``, as torch's), this tensor's dtype/device unless given. ``fill_value``: a
+        number or a 0-dim tensor that does not require grad (read as its number), checked
+        against the dtype as ``full``'s (``RuntimeError`` when the dtype cannot hold it)."""
         dt = self._dtype if dtype is None else dtype if dtype.__class__ is _dtype.DType else \
             _dtype.as_dtype(dtype)
         c = fill_value.__class__
         if not ((c is float or c is int) and -65504.0 <= fill_value <= 65504.0 and
                 dt._kind == "f"):          # the common case every float dtype holds skips it
-            fill_value = _check_fill("new_full", fill_value, dt)
+            fill_value = _fill_number("new_full", fill_value, dt)
+        if size.__class__ is not tuple and size.__class__ is not list:
+            size = _size_seq(size, "new_full", "size", 1)
         return _like_self(self, "full", size, fill_value, dt, device, requires_grad, "new_full")
 
     def new_tensor(self, data: Any, *, dtype: _DTypeLike | None = None,
@@ -4082,6 +4087,7 @@ from ._ops import opmath as _opmath  # noqa: E402  (float16/bfloat16 ops of seve
 _LOWP = _opmath.LOWP
 from ._registry import bind_methods as _bind_methods  # noqa: E402
 from ._ops._shapes import check_fill as _check_fill  # noqa: E402
+from ._factories import fill_number as _fill_number, _one_int, _seq as _size_seq  # noqa: E402
 from ._ops.copy import check_cast as _check_cast  # noqa: E402
 from ._ops.copy import check_copy_src as _check_copy_src  # noqa: E402
 from ._ops.copy import check_fill_value as _check_fill_value  # noqa: E402
@@ -4417,8 +4423,11 @@ def _new_size(size, api, kwargs):
     if not size:
         raise TypeError(f"{api}(): missing required argument 'size' (pass () for a 0-dim "
                         f"tensor)")
-    if len(size) == 1 and isinstance(size[0], (list, tuple)):
-        return size[0]
+    if len(size) == 1 and size[0].__class__ is not int:
+        s = size[0]
+        if isinstance(s, (list, tuple)):
+            return s
+        return [_one_int(s, api)]     # a NumPy int or 0-dim int tensor; torch's TypeError else
     return size
 
 
@@ -4466,7 +4475,8 @@ def _keyword_sizes(args, kwargs, api, name, ignored=()):
         return _shape_arg(args)
     if args:
         raise TypeError(f"{api}() got multiple values for argument {name!r}")
-    return _shape_arg((value,))
+    # the keyword takes a sequence only, as torch's: x.expand(size=3) is a TypeError
+    return _shape_arg((_size_seq(value, api, name),))
 
 
 _MISSING = object()

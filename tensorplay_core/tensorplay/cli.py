@@ -293,15 +293,18 @@ def _unwritable(path: str) -> str | None:
 
 def _bad_device(spelling: str) -> str | None:
     """``tensorplay.device``'s refusal of ``spelling`` (one sentence) when its type is known but
-    the whole spelling is malformed (``cuda:99x``, ``cpu:``); ``None`` for a device, and for an
+    the whole spelling is malformed (``cuda:99x``, ``cpu:``, ``CUDA``: torch's grammar, lower
+    case, no spaces); ``None`` for a device, and for an
     unknown type (``check`` says which devices exist here, and why a provider did not load)."""
     import tensorplay
     try:
         tensorplay.device(spelling)
     except (ValueError, TypeError) as e:
-        t = spelling.partition(":")[0]
+        # the type alone, cleaned: a known type spelled badly ("CUDA", " cpu") is refused here
+        # in tensorplay.device's words, an unknown one left to ``check``
+        t = spelling.partition(":")[0].strip().lower()
         try:
-            if t.strip():
+            if t:
                 tensorplay.device(t)
         except (ValueError, TypeError):
             return None      # an unknown type: ``check`` says which devices exist here

@@ -10,6 +10,9 @@
     │   │                          (also a ValueError, the type earlier releases raised)
     │   ├── NonFunctionalFormulaError  register_autograd on an op that mutates its inputs
     │   │                          (also a ValueError, the type earlier releases raised)
+    │   ├── DeviceStringError      a device string or index tensorplay.device refuses ("CPU",
+    │   │                          "cuda:x", " cpu", index -1; also a ValueError, the type
+    │   │                          earlier releases raised)
     │   ├── DispatchError          no kernel for a device, mixed devices, ...
     │   │   └── NoKernelError      no kernel registered for the call's device (also a
     │   │                          NotImplementedError, the type torch raises)
@@ -46,6 +49,13 @@ class NonFunctionalFormulaError(RuntimeError, ValueError):
     """``register_autograd`` on an op that mutates its inputs (``mutates_args``, ``Tensor(a!)``):
     such an op cannot have a formula (same rule and type as torch.library: ``RuntimeError``).
     Also a ``ValueError``, the type earlier tensorplay releases raised."""
+
+
+class DeviceStringError(RuntimeError, ValueError):
+    """A device string ``tensorplay.device`` cannot read (``"CPU"``, ``"cuda:x"``, ``" cpu"``,
+    ``"cpu:01"``, an unknown type such as ``"tpu"``), a negative device index, or an index given
+    both in the string and as ``index``: a ``RuntimeError``, as torch raises for each. Also a
+    ``ValueError``, the type earlier tensorplay releases raised."""
 
 
 class DispatchError(RuntimeError):

@@ -210,6 +210,23 @@ def size_ints(api: str, size) -> list:
 
 _builtin_bool = bool
 
+
+def int_tuple_error(api: str, name: str, value, position: int | None = None) -> TypeError:
+    """torch's refusal of ``value`` for the int-list argument ``name`` of ``api`` when it is no
+    tuple or list (``full(3, 1.0)``, ``zeros(size=3)``, ``x.expand(size=3)``): "argument 'size'
+    (position 1) must be tuple of ints, not int", with the tuple to pass instead."""
+    pos = f" (position {position})" if position else ""
+    n = None
+    if value.__class__ is not _builtin_bool and value.__class__.__name__ != "bool_":
+        try:
+            n = value.__index__()
+        except Exception:     # (a 1-d tensor or array, a float, None...: no single int)
+            n = None
+    fix = (f"pass the tuple ({n},)" if n is not None else
+           "pass a tuple or list of ints such as (3,) or (2, 3)")
+    return TypeError(f"{api}(): argument '{name}'{pos} must be tuple of ints, not "
+                     f"{value.__class__.__name__}; {fix}")
+
 # the range of each dtype a Python scalar is checked against (torch's ``checked_convert``):
 # (lowest, highest, is_integer); float64/bool take every number
 _F32_MAX = 3.4028234663852886e38
