@@ -76,12 +76,21 @@ def test_an_op_defined_again_gets_a_file_name_per_text():
     assert names[2] in (names[0], "<tensorplay dispatch cgtb3::g>") and texts[2] == texts[0], names
 
 
-def test_recaptures_of_one_graph_share_their_compiled_text():
+def _no_recompile_limit(monkeypatch):
+    """Lift ``tensorplay.compile``'s recompile limit (8 graphs for calls differing only in
+    Python values; past it such calls run eagerly): the tests below need a capture per value."""
+    import importlib
+    monkeypatch.setattr(importlib.import_module("tensorplay.compile"), "RECOMPILE_LIMIT", 10**9)
+
+
+def test_recaptures_of_one_graph_share_their_compiled_text(monkeypatch):
     # A value the function reads changes on every call: each call is a cache miss and a new
     # capture of the same graph (the value is bound by name, never pasted into the text), while
     # the compile cache keeps the 64 newest graphs alive. Identical generated text is one file
     # name in tracebacks and in linecache, compiled once: numbering the copies apart made every
     # capture compile its five functions again, and grew the set of file names (CI on 3.13).
+    # (The recompile limit, 8 graphs for changed values, is lifted to keep capturing here.)
+    _no_recompile_limit(monkeypatch)
     scale = [1.0]
 
     def cg_shared(x):
@@ -117,12 +126,14 @@ def test_different_text_under_one_name_gets_its_own_file_name():
     assert len(texts) == len(names) >= 2, names
 
 
-def test_generating_while_the_collector_frees_generated_functions():
+def test_generating_while_the_collector_frees_generated_functions(monkeypatch):
     # Evicted graphs are freed by the cyclic collector, which runs inside any allocation --
     # including those made while a new function is being generated: their functions'
     # finalizers then run in the middle of the generator's bookkeeping. A collection at nearly
     # every allocation makes that happen on every capture.
     import gc
+
+    _no_recompile_limit(monkeypatch)
 
     scale = [1.0]
 

@@ -16,15 +16,18 @@ pytestmark = pytest.mark.usefixtures("cpu")
 
 
 def test_one_compiled_function_recaptured_from_eight_threads():
-    shared = tp.compile(lambda x, k: x * k + 1)
+    # the code reads a size, so each size has a graph of its own: 97 sizes, one value each,
+    # overflow the 64 graphs kept (values alone would stop at the recompile limit, 8 graphs)
+    shared = tp.compile(lambda x, k: x * k + x.shape[0])
     errors: list = []
 
     def work(t):
         try:
             for i in range(300):
-                k = float((t * 300 + i) % 97)
-                out = shared(tp.ones(2), k)
-                assert out.tolist() == [k + 1.0] * 2, (k, out)
+                n = (t * 300 + i) % 97 + 2
+                k = float(n - 2)
+                out = shared(tp.ones(n), k)
+                assert out.tolist() == [k + n] * n, (k, out)
         except BaseException as e:  # noqa: BLE001 - reported below
             errors.append(repr(e))
 

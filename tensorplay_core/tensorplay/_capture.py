@@ -149,11 +149,15 @@ class Node:
     of the function that returned them as views, ``record_multi_output``). ``args``/``kwargs`` hold ``Value`` objects where tensors were passed (also
     inside lists/tuples) and plain Python values otherwise. ``result`` is the structure the call
     returned with ``Value``s for tensors; ``outputs`` the new values it produced. ``grad_enabled``
-    is the grad mode the call ran under; ``version`` the op's version at capture.
+    is the grad mode the call ran under; ``version`` the op's version at capture. ``fake_run``
+    (custom ops): ``(inputs, outputs)``, the metadata (``fake_metadata``) of the tensors the
+    capture's fake run was given and returned, so that the graph's first run can check the real
+    outputs without running the fake kernel again for inputs of the same metadata.
     """
 
     __slots__ = (
         "args",
+        "fake_run",
         "fused",
         "grad_enabled",
         "index",
@@ -176,6 +180,7 @@ class Node:
         self.grad_enabled = grad_enabled
         self.version = getattr(op, "version", None)
         self.fused = None      # fusion group number, set by _fusion.plan
+        self.fake_run = None
 
     @property
     def is_barrier(self) -> bool:
@@ -1150,6 +1155,10 @@ def record_call(op, args, kwargs):
     numbers = None
     if fake_of and op.is_builtin:
         fargs, fkwargs, numbers = _as_numbers(op, gargs, gkwargs, fargs, fkwargs, fake_of)
+    # a custom op's fake inputs as the fake kernel gets them (taken before the run, as the
+    # first run's check takes the real inputs' before the call: ``compile._FakeCheck``)
+    fake_in = None if op.is_builtin else \
+        fake_metadata(_pytree.tree_leaves(fkwargs, Tensor, _pytree.tree_leaves(list(fargs), Tensor)))
     mst = _dispatch._state
     prev_mode = mst.mode
     mst.mode = "meta"
@@ -1173,6 +1182,8 @@ def record_call(op, args, kwargs):
                                                     "__index__")) from None
         _raise_fake_failure(ctx, op, args, kwargs, failed)
     node = ctx.add_node("op", op, gargs, gkwargs)
+    if fake_in is not None:
+        node.fake_run = (fake_in, output_metadata(fout))
     differentiable = not (op.is_builtin and op.backward_fn is None)
     out_rg = vals_rg[0] and _gm._state.enabled and differentiable
     ins = node.inputs()
@@ -1390,6 +1401,20 @@ def _note_escapes(ctx, x, op_name):
 
 def _to_fake(x):
     return _pytree.tree_map(_fake_of, x, Value)
+
+
+def fake_metadata(tensors) -> tuple:
+    """What a fake kernel can see of each tensor (``make_fake``'s arguments): shape, dtype,
+    device, strides, storage offset. Fake copies of tensors with equal metadata are equal."""
+    return tuple([(tuple(t.shape), t.dtype, t.device, t.stride_tuple, t.offset)
+                  for t in tensors])
+
+
+def output_metadata(out) -> list:
+    """What the first run's check compares of a fake kernel's outputs (``compile._FakeCheck``):
+    shape, dtype, device, strides of every tensor in ``out``, in order."""
+    return [(tuple(t.shape), t.dtype, t.device, t.stride_tuple)
+            for t in _pytree.tree_leaves(out, Tensor)]
 
 
 def _fake_of(v):

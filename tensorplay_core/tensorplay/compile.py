@@ -23,7 +23,11 @@
    ``compile``'s docstring: a changed ``SCALE`` global misses and recaptures), and the values
    of the graph constants whose values the capture read (``x.sum(dim=D)``, ``int(n)``);
 3. on a miss, captures ``fn`` (``tensorplay.capture_info``): custom ops become opaque nodes whose
-   fake kernels give the output metadata, built-in ops are recorded with their shape rules;
+   fake kernels give the output metadata, built-in ops are recorded with their shape rules.
+   With ``RECOMPILE_LIMIT`` (8) graphs cached for calls differing only in Python values
+   (arguments, globals, closure values, attributes, values read from tensors; the same tensor
+   metadata), a call needing another graph runs ``fn`` eagerly instead, with a warning (torch.compile's
+   ``recompile_limit``; see ``compile``'s docstring);
 4. runs the graph: a generated Python function calls every node through normal dispatch (so
    every device works), in program order, with chains of elementwise built-in ops fused
    (``tensorplay._fusion``) when no input needs grad -- on cuda with the last-dim ``keepdim``
@@ -56,7 +60,10 @@
 
 The first run of a graph for each set of input sizes also checks that every custom op's real
 outputs have the shape, dtype, device and strides its fake kernel promised (the graph was built
-from them); a mismatch raises ``CompileError`` naming the op and suggesting ``opcheck``.
+from them); a mismatch raises ``CompileError`` naming the op and suggesting ``opcheck``. Where
+the op's real inputs have the metadata its fake inputs had at the capture (the capturing call),
+the promise is the capture's fake run, not a second one: a custom op without ``register_fake``
+runs its kernel on fake tensors once on the first call, as ``torch.compile`` does.
 
 Same idea as ``torch.compile`` (PyTorch 2.9) with a much simpler tracer: a graph break is
 one for the whole function -- data-dependent Python in the function (``if t.sum() > 0``,
@@ -134,8 +141,9 @@ def compile(fn: Callable[_P, _R] | None = None, *, dynamic: bool | None = None,
       on exact sizes.
     * ``fullgraph`` -- as ``torch.compile``'s: ``True`` raises ``CompileError`` (naming the
       reason) where the function would otherwise run eagerly: a graph break (``GraphBreak``:
-      data-dependent Python, ``backward()``, see "Graph breaks" below) or Python side effects
-      or outside state (see "Python side effects" below).
+      data-dependent Python, ``backward()``, see "Graph breaks" below), Python side effects
+      or outside state (see "Python side effects" below), or a call past the recompile limit
+      (see "Python values the function reads" below).
     * ``mode`` -- ``None`` or ``"default"``; or ``"reduce-overhead"`` (same name and idea as
       ``torch.compile``'s): on a device whose backend records graphs (cuda: CUDA graphs), each
       exact signature (the sizes and strides of every tensor argument) runs normally once (after
@@ -174,8 +182,23 @@ def compile(fn: Callable[_P, _R] | None = None, *, dynamic: bool | None = None,
     Python values the function reads (guards). A capture bakes the non-tensor values the code
     reads into the graph (``x * SCALE`` records the number), so each graph is guarded on them,
     like ``torch.compile`` guards on globals and closures; a changed value looks for another
-    cached graph and otherwise recaptures (each distinct value gets its own graph, up to the cache
-    limit of 64 graphs). Guarded, checked on every call by one generated function (about 60 ns
+    cached graph and otherwise recaptures (each distinct value gets its own graph). The same
+    holds for non-tensor arguments (``f(x, 0.1)``, ``f(x, 0.2)``: the key has their values).
+    Recompile limit: with ``RECOMPILE_LIMIT`` (8, torch.compile's ``recompile_limit``) graphs
+    cached for calls that differ only in such values -- arguments (by value: each object
+    compared by identity, a module as ``self``, has a count of its own), globals, closure
+    variables, attributes, values read from tensors -- for the same tensor metadata (and the
+    same sizes where the graph is guarded on exact sizes; new sizes, dtypes, ranks follow the
+    rules above and are not counted; a graph evicted from the cache of 64 or dropped as stale
+    no longer counts), a call needing another graph runs ``fn`` eagerly
+    (eager's results; no capture), while the cached graphs keep serving the values they were
+    captured for. The first such call warns (``UserWarning``) once, naming the function, the
+    argument or value that changed and the fix, and ``graph_skips`` holds the reason under the
+    call's ``(sizes, strides)``; ``fullgraph=True`` raises ``CompileError`` instead;
+    ``reset()`` starts counting again. ``torch.compile`` first makes a changed float or int
+    argument dynamic (a graph input); here a Python number stays a constant of its graph: pass
+    a number that changes on every call as a tensor (``f(x, tensorplay.tensor(s))``, one graph
+    for every value). Guarded, checked on every call by one generated function (about 60 ns
     per scalar, 150 ns per small flat list):
 
     * where: the module globals the function's code names (``co_names``, also of lambdas,
@@ -411,7 +434,9 @@ class CompiledFunction(Generic[_P, _R]):
     ``"reduce-overhead"``), ``graph_skips`` (``{(sizes, strides): reason}``: with
     ``"reduce-overhead"``, the signatures that run without graph replay; in any mode, a reason
     starting ``"runs eagerly: "`` for a function whose capture met a graph break or found
-    Python side effects or outside state, which runs eagerly from then on).
+    Python side effects or outside state, which runs eagerly from then on, or for calls past
+    the recompile limit, which run eagerly while the cached graphs serve the values they were
+    captured for, under the 64 newest signatures of such calls).
     """
 
     def __init__(self, fn: Callable[_P, _R], *, dynamic: bool | None = None,
@@ -440,6 +465,11 @@ class CompiledFunction(Generic[_P, _R]):
         # (about 1.3 ms of a ~2 ms capture: the watch runs CPython in tracing mode)
         self._self_contained = False
         self._stale = 0          # graphs dropped because what they read by reference changed
+        # cached graphs per set of everything but Python values (``_value_free``; and exact
+        # sizes, for graphs guarded on them): (group, exact) -> _Group. RECOMPILE_LIMIT graphs
+        # in one group and the calls needing another run eagerly (``_recompile_limit``)
+        self._groups: dict = {}
+        self._limit_warned = False
         functools.update_wrapper(self, fn)
 
     @property
@@ -463,6 +493,8 @@ class CompiledFunction(Generic[_P, _R]):
             self._forget_fast()
             self._last = None
             self._stale = 0
+            self._groups.clear()
+            self._limit_warned = False
             self.graph_skips.clear()
 
     def _forget_fast(self) -> None:
@@ -530,6 +562,10 @@ class CompiledFunction(Generic[_P, _R]):
                         return entry.run(leaves)
                     return self._run(entry, sig, leaves)
             return self._run(*self._lookup(args, kwargs))
+        except _RunEagerly:
+            # past the recompile limit, a call that needs a graph of its own runs fn eagerly
+            # (``_recompile_limit``); the cached graphs keep serving the calls they match
+            return self.fn(*args, **kwargs)
         except GraphBreak as e:
             if self.fullgraph:
                 raise
@@ -604,6 +640,7 @@ class CompiledFunction(Generic[_P, _R]):
                         entries.remove(e)
                         self._forget_fast()
                         self._stale += 1
+                        self._uncount(e)      # (counted by _stale, not as a changed value)
                         break
                     if e.guard is not None and not e.guard():
                         continue             # captured under other global/closure values
@@ -614,6 +651,14 @@ class CompiledFunction(Generic[_P, _R]):
                     entry = e
                     break
             if entry is None:
+                group = _value_free(key)
+                n = 0
+                for k in ((group, None), (group, sig)):
+                    g = self._groups.get(k)
+                    if g is not None:
+                        n += g.count
+                if n >= RECOMPILE_LIMIT:
+                    self._recompile_limit(group, spec, sig, n)      # raises
                 entry = self._capture(spec, leaves, sig)
                 if entry.eager is None and self._stale > RECOMPILE_LIMIT:
                     # torch.compile's recompile_limit: a graph invalidated on (nearly) every call
@@ -640,14 +685,71 @@ class CompiledFunction(Generic[_P, _R]):
                 self._forget_fast()
                 entries = self._cache.setdefault(key, [])
                 entries.insert(0, entry)
+                entry.group = gk = (group, entry.exact_sizes)
+                g = self._groups.get(gk)
+                if g is None:
+                    g = self._groups[gk] = _Group()
+                g.count += 1
+                g.note(spec, entry)
                 if self.cache_size > _MAX_CACHE:
                     for k, es in list(self._cache.items()):
                         if es is not entries or len(es) > 1:
-                            es.pop()
+                            self._uncount(es.pop())
                             if not es:
                                 del self._cache[k]
                             break
         return entry, sig, leaves
+
+    def _uncount(self, entry) -> None:
+        """``entry`` left the cache (evicted, or dropped as stale): its group counts one graph
+        less, as torch counts the cache entries of a frame (a graph evicted for room and
+        captured again later is not a changed value); a group with none is forgotten."""
+        g = self._groups.get(entry.group)
+        if g is not None:
+            g.count -= 1
+            if g.count <= 0:
+                del self._groups[entry.group]
+
+    def _recompile_limit(self, group, spec, sig, n):
+        """Refuse a capture past ``RECOMPILE_LIMIT`` (torch.compile's ``recompile_limit``):
+        ``n`` graphs are cached for calls differing only in Python values (arguments,
+        globals, closure variables, attributes, values read from tensors), each a constant of
+        its graph. Raises ``CompileError`` under ``fullgraph=True``; otherwise records the
+        reason in ``graph_skips``, warns once, and raises ``_RunEagerly`` (``__call__`` then
+        runs ``fn`` eagerly for this call)."""
+        g = self._groups.get((group, sig)) or self._groups.get((group, None))
+        if g.reason is None:
+            # (named once per group: a call past the limit pays the lookup and this test only)
+            what, fix = g.changed(spec, self.fn)
+            why = (f"{what} changed between calls: {n} graphs are cached for calls that differ "
+                   f"only in Python values, each a constant of its graph (the recompile limit, "
+                   f"{RECOMPILE_LIMIT}, as torch.compile's recompile_limit)")
+            g.reason = (what, fix, why,
+                        f"runs eagerly: {why}; a call needing a new graph runs eagerly, the {n} "
+                        f"graphs kept serve the values they were captured for. {fix}")
+        what, fix, why, reason = g.reason
+        qual = getattr(self.fn, "__qualname__", None) or repr(self.fn)
+        if self.fullgraph:
+            raise CompileError(f"tensorplay.compile({qual}, fullgraph=True): {why}. {fix}.")
+        skips = self.graph_skips
+        if skips.get(sig) is not reason:
+            # (the newest signatures only, as ``_replay`` keeps them: every eager call past the
+            # limit may bring new sizes)
+            skips.pop(sig, None)
+            if len(skips) >= _replay.MAX_SKIPS:
+                del skips[next(iter(skips))]
+            skips[sig] = reason
+        if not self._limit_warned:
+            self._limit_warned = True
+            import warnings
+            warnings.warn(
+                f"tensorplay.compile: {qual} hit the recompile limit ({RECOMPILE_LIMIT} graphs, "
+                f"as torch.compile's recompile_limit): {what} changed between calls, and each "
+                f"value got a graph of its own (a Python value is a constant of the graph). "
+                f"From now on a call needing a new graph runs {qual} eagerly; the {n} graphs "
+                f"kept serve the values they were captured for. {fix}; reset() on the "
+                f"compiled function starts counting again.", UserWarning, stacklevel=4)
+        raise _RunEagerly
 
     def _capture(self, spec, leaves, sig):
         name = getattr(self.fn, "__name__", None) or type(self.fn).__name__
@@ -792,6 +894,184 @@ class _EagerFunction(CompiledFunction):
 
     def __call__(self, *args, **kwargs):
         return self.fn(*args, **kwargs)
+
+
+class _RunEagerly(Exception):
+    """Raised by ``CompiledFunction._lookup`` past the recompile limit: ``__call__`` runs the
+    function eagerly for this call."""
+
+
+# ---------------------------------------------------------------------------------------------
+# the recompile limit: captures counted per set of everything but Python values
+
+def _value_free(key):
+    """The part of a full lookup key (``CompiledFunction._lookup``) that is not a Python value:
+    the arguments' structure, every constant argument of a value-compared class by its class
+    (``0.1`` and ``0.2``, ``"a"`` and ``"b"`` alike) -- an object compared by identity (a
+    module as ``self``, a config object) stays itself, by id, so each object has its own
+    count, as torch counts per identity-matched object -- the tensors' guard keys, the grad
+    mode and default dtype. Calls whose keys give the same value here differ only in values
+    a graph bakes in (with the globals, closure variables and attributes guarded)."""
+    spec, ctypes = key[0], key[1]
+    return (_strip_values(spec), tuple([c[0] if c.__class__ is tuple else c for c in ctypes]),
+            *key[2:])
+
+
+def _strip_values(spec):
+    if spec.__class__ is str:        # a leaf
+        return spec
+    head = spec[0]
+    if head == "fast":
+        return spec
+    if head == "c":
+        v = spec[1]
+        c = v.__class__
+        if c.__eq__ is _object_eq and c.__hash__ is _object_hash:
+            return ("i", id(v))
+        return ("v", c)
+    if head == "id":                 # (``_pytree.spec_key``: an unhashable constant)
+        return spec
+    if head is dict:
+        return (dict, spec[1], tuple([_strip_values(s) for s in spec[2]]))
+    return (head, tuple([_strip_values(s) for s in spec[1]]))
+
+
+def _scalar_constants(spec, path=(), out=None) -> dict:
+    """``{path: value}`` of the scalar constants in a call's ``_pytree`` spec (a path starts
+    with the top-level argument: ``(0, i, ...)`` positional ``i``, ``(1, name, ...)`` keyword
+    ``name``). Scalars only: nothing here keeps an object alive."""
+    out = {} if out is None else out
+    if spec.__class__ is str:
+        return out
+    head = spec[0]
+    if head == "fast" or head == "id":
+        return out
+    if head == "c":
+        v = spec[1]
+        if v.__class__ in _SCALAR_TYPES or _np_scalar(v):
+            out[path] = _spelling(v) if _special(v) else (v.__class__, v)
+        return out
+    if head is dict:
+        for k, s in zip(spec[1], spec[2]):
+            _scalar_constants(s, path + (k,), out)
+    else:
+        for i, s in enumerate(spec[1]):
+            _scalar_constants(s, path + (i,), out)
+    return out
+
+
+class _Group:
+    """The cached graphs of one ``_value_free`` group (and exact sizes): how many, what the
+    last capture saw (its scalar arguments, its entry, weakly), and the limit's reason once
+    named."""
+
+    __slots__ = ("count", "consts", "entry", "reason")
+
+    def __init__(self):
+        self.count = 0
+        self.consts = None
+        self.entry = None
+        self.reason = None
+
+    def note(self, spec, entry) -> None:
+        import weakref
+        self.consts = _scalar_constants(spec)
+        self.entry = weakref.ref(entry)
+
+    def changed(self, spec, fn) -> tuple[str, str]:
+        """``(what, fix)``: what differs between this call (``spec``) and the last capture of
+        the group -- arguments, then the values the guards hold -- for the limit's message."""
+        now = _scalar_constants(spec)
+        then = self.consts or {}
+        tops = []
+        for p in sorted(set(now) | set(then), key=repr):
+            if now.get(p) != then.get(p) and p[:2] not in tops:
+                tops.append(p[:2])
+        if tops:
+            names = [_argument_name(fn, p) for p in tops]
+            return (", ".join(f"argument {n!r}" if n.__class__ is str else f"argument {n}"
+                              for n in names),
+                    f"Pass a number that changes between calls as a tensor "
+                    f"(tensorplay.tensor({names[0] if names[0].__class__ is str else 'value'})) "
+                    f"to keep one graph for every value, or call with fewer distinct values")
+        entry = self.entry() if self.entry is not None else None
+        if entry is not None:
+            srcs = getattr(entry.guard, "sources", None) or ()
+            labels = [_source_name(fn, s) for s, a in srcs
+                      if not _same_snapshot(_snapshot(_read(s)), a)]
+            if labels:
+                return (", ".join(labels),
+                        "Pass a value that changes between calls to the function as a tensor "
+                        "argument instead of reading it from outside as a Python number, or "
+                        "keep it fixed")
+            if entry.data is not None and not entry.data():
+                return ("the values of a tensor it reads as Python numbers (int(t), t.item(), "
+                        "a size or an index)",
+                        "Use that tensor in tensor ops instead of reading its values as Python "
+                        "numbers")
+        return ("a Python value it reads",
+                "Pass values that change between calls as tensor arguments")
+
+
+def _argument_name(fn, path):
+    """The name of a ``_scalar_constants`` path's top-level argument in ``fn``'s signature (its
+    position, an int, when it has none)."""
+    kind, where = path[0], path[1]
+    if kind == 1:
+        return where
+    import inspect
+    try:
+        params = [p for p in inspect.signature(fn).parameters.values()
+                  if p.kind in (p.POSITIONAL_ONLY, p.POSITIONAL_OR_KEYWORD)]
+    except (TypeError, ValueError):
+        params = []
+    if where < len(params):
+        return params[where].name
+    return where
+
+
+def _source_name(fn, source) -> str:
+    """How the message names a guarded value: ``global 'S'``, ``closure variable 's'``,
+    ``attribute 'k'``."""
+    kind, container, name = source[:3]
+    if kind == "g":
+        return f"global {name!r}"
+    if kind == "a":
+        return f"attribute {name!r}"
+    for f in _functions_of(fn):
+        for n, c in zip(f.__code__.co_freevars, f.__closure__ or ()):
+            if c is container:
+                return f"closure variable {n!r}"
+    return "a closure variable"
+
+
+def _functions_of(fn) -> list:
+    """``fn`` unwrapped (partials, bound methods, callable objects), and the plain functions
+    its globals and closure cells hold (where a closure variable it reads may live)."""
+    for _ in range(4):
+        if isinstance(fn, functools.partial):
+            fn = fn.func
+        elif hasattr(fn, "__func__"):
+            fn = fn.__func__
+        elif not hasattr(fn, "__code__") and hasattr(_class_call(fn), "__code__"):
+            fn = _class_call(fn)
+        else:
+            break
+    out = [fn] if fn.__class__ is _FunctionType else []
+    for f in list(out):
+        for c in f.__closure__ or ():
+            try:
+                v = c.cell_contents
+            except ValueError:
+                continue
+            if v.__class__ is _FunctionType:
+                out.append(v)
+        g = f.__globals__
+        for n in f.__code__.co_names:
+            v = g.get(n)
+            if v.__class__ is _FunctionType:
+                out.append(v)
+    return out
 
 
 # ---------------------------------------------------------------------------------------------
@@ -1030,6 +1310,7 @@ class _Entry:
     """A cached graph with its guards and generated runners."""
 
     eager = None     # why the function must run eagerly after this call (``_Watch``), or None
+    group = None     # its key in ``CompiledFunction._groups`` (the recompile limit's count)
 
     def __init__(self, graph, exact_sizes, refs=(), guard=None):
         self.graph = graph
@@ -1571,6 +1852,7 @@ def _value_guard(sources, before, graph):
     ns: dict = {"__miss": _MISSING, "__freeze": _freeze_now}
     names: dict = {}
     lines = []
+    guarded: list = []       # (source, snapshot) of each value guarded, for naming a change
 
     def cname(container):
         k = names.get(id(container))
@@ -1591,6 +1873,7 @@ def _value_guard(sources, before, graph):
                             isinstance(obj, Tensor) and id(obj) in consts):
             continue
         k = len(lines)
+        guarded.append((s, a))
         ns[f"__n{k}"] = name        # the key is data bound by name, never pasted as text
         acc = f"{cname(container)}.cell_contents" if kind == "c" else \
             f"{cname(container)}.get(__n{k}, __miss)"
@@ -1658,6 +1941,7 @@ def _value_guard(sources, before, graph):
           f"    return True"
     guard = _codegen.function(src, ns, "guard", f"<tensorplay.compile guards {graph.name}>")
     guard.source = src
+    guard.sources = guarded
     return guard
 
 
@@ -2213,8 +2497,11 @@ def _gen_node(n, ns, ref, checked):
     check = checked and not n.op.is_builtin
     if check:
         # fake metadata of the real inputs, computed before the call (mutation cannot change it)
+        # (the capture's own fake run, for inputs of its metadata: ``_FakeCheck.expected``)
+        ns[f"__seen{n.index}"] = n.fake_run
         out.append(f"__fk = __check.expected(op{n.index}, ({''.join(a + ', ' for a in args[:len(n.args)])}), "
-                   f"{{{', '.join(f'{ref(k)}: {ref(v)}' for k, v in n.kwargs.items())}}})")
+                   f"{{{', '.join(f'{ref(k)}: {ref(v)}' for k, v in n.kwargs.items())}}}, "
+                   f"__seen{n.index})")
     if lhs:
         out.append(f"{lhs} = __r = {call}")
     else:
@@ -2321,7 +2608,17 @@ class _FakeCheck:
     inputs (shape, dtype, device, strides of dimensions larger than 1)."""
 
     @staticmethod
-    def expected(op, args, kwargs):
+    def expected(op, args, kwargs, seen=None):
+        """The metadata (``_capture.output_metadata``) the fake kernel of ``op`` gives for fake
+        copies of the real ``args``/``kwargs``. ``seen``: the node's capture-time fake run
+        (``Node.fake_run``), reused when its inputs had the metadata of these (the capturing
+        call's, as a rule), so a kernel serving as its own fake runs once on fakes per first
+        call, not twice: a fake kernel sees metadata only, and its inputs' are the same."""
+        if seen is not None:
+            ins = seen[0]
+            leaves = _pytree.tree_leaves(kwargs, Tensor, _pytree.tree_leaves(list(args), Tensor))
+            if len(leaves) == len(ins) and _capture.fake_metadata(leaves) == ins:
+                return seen[1]
 
         def fk(x):
             return make_fake(x.shape, x.dtype, x.device, x.stride_tuple, offset=x.offset)
@@ -2329,8 +2626,9 @@ class _FakeCheck:
         prev = mst.mode
         mst.mode = "meta"
         try:
-            return op.entry("meta")(*_pytree.tree_map(fk, list(args), Tensor),
-                                    **_pytree.tree_map(fk, kwargs, Tensor))
+            return _capture.output_metadata(
+                op.entry("meta")(*_pytree.tree_map(fk, list(args), Tensor),
+                                 **_pytree.tree_map(fk, kwargs, Tensor)))
         except Exception as e:
             which = f"the fake kernel of {op.name}" if op.is_builtin or op.has_fake else (
                 f"{op.name} has no fake kernel (no register_fake), so its kernel was run as its "
@@ -2346,22 +2644,23 @@ class _FakeCheck:
             mst.mode = prev
 
     def __call__(self, op, fake, real):
-        fl = _pytree.tree_leaves(fake, Tensor)
+        """``fake``: ``expected``'s metadata; ``real``: what the op returned."""
         rl = _pytree.tree_leaves(real, Tensor)
-        if len(fl) != len(rl):
+        if len(fake) != len(rl):
             self._fail(op, f"it returned {len(rl)} tensor(s) but its fake kernel returns "
-                           f"{len(fl)}")
-        for i, (f, r) in enumerate(zip(fl, rl)):
-            fs, rs = tuple(f.shape), tuple(r.shape)
+                           f"{len(fake)}")
+        for i, ((fs, fdtype, fdevice, fstride), r) in enumerate(zip(fake, rl)):
+            rs = tuple(r.shape)
             dynamic = any(is_dynamic_size(n) for n in fs)
             if dynamic and len(fs) == len(rs):
                 # a data-dependent dimension (get_ctx().new_dynamic_size()) takes the real size
                 fs = tuple(b if is_dynamic_size(a) else a for a, b in zip(fs, rs))
-            if fs != rs or f.dtype is not r.dtype or f.device != r.device:
-                self._fail(op, f"output {i} is {_desc(r)} but its fake kernel promised {_desc(f)}")
-            if not dynamic and any(a != b for a, b, s in zip(f.stride_tuple, r.stride_tuple, rs) if s > 1):
+            if fs != rs or fdtype is not r.dtype or fdevice != r.device:
+                self._fail(op, f"output {i} is {_desc(r)} but its fake kernel promised "
+                               f"{_desc_meta(fs, fdtype, fdevice, fstride)}")
+            if not dynamic and any(a != b for a, b, s in zip(fstride, r.stride_tuple, rs) if s > 1):
                 self._fail(op, f"output {i} has strides {tuple(r.stride_tuple)} but its fake kernel "
-                               f"promised {tuple(f.stride_tuple)} (shape {rs})")
+                               f"promised {tuple(fstride)} (shape {rs})")
 
     @staticmethod
     def _fail(op, what):
@@ -2376,4 +2675,8 @@ _check_against_fake = _FakeCheck()
 
 
 def _desc(t) -> str:
-    return f"shape {tuple(t.shape)}, dtype {t.dtype}, device {t.device}, strides {tuple(t.stride_tuple)}"
+    return _desc_meta(tuple(t.shape), t.dtype, t.device, t.stride_tuple)
+
+
+def _desc_meta(shape, dtype, device, stride) -> str:
+    return f"shape {tuple(shape)}, dtype {dtype}, device {device}, strides {tuple(stride)}"
