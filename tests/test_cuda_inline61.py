@@ -72,6 +72,14 @@ def _root(a, be):
 _UNSET = object()
 
 
+def _wrapped(be, a):
+    """``be.wrap(a, DEV)`` once the backend has seen ``a``'s dtype (its first array of a dtype
+    takes wrap's general case, a ``Storage``; the inline cases build a ``RootStorage``, as
+    wrap's fast case)."""
+    be.wrap(a, DEV)
+    return be.wrap(a, DEV)
+
+
 def _same_tensor(got, want):
     """Every slot of ``got`` equals ``want``'s (storage fields by value, arrays by identity)."""
     for name in SLOTS:
@@ -155,7 +163,7 @@ def test_int_tensors_and_int32_numbers_take_the_dense_case_and_wrap_s_tensor(sha
         want = other.native if other.__class__ is tp.Tensor else other
         assert rec.names() == ["dense"] and rec.calls[0][1] is x.native
         assert rec.calls[0][2] is want or rec.calls[0][2] == want
-        _same_tensor(r, be.wrap(out, DEV))
+        _same_tensor(r, _wrapped(be, out))
 
 
 def test_what_an_int_tensor_takes_elsewhere_keeps_the_kernel():
@@ -222,7 +230,7 @@ def test_a_comparison_s_dense_case_builds_a_bool_tensor(op):
                 r = adapter(x, other)
                 assert rec.names() == ["dense"], (dtype, other)
                 assert r.dtype is tp.bool and r.shape == shape
-                _same_tensor(r, be.wrap(out, DEV))
+                _same_tensor(r, _wrapped(be, out))
 
 
 def test_what_a_comparison_takes_elsewhere_keeps_the_kernel():
@@ -271,7 +279,7 @@ def test_the_adapters_call_the_kept_int_launches_within_the_size_bound():
         rec.out = _arr((6,), np.int64 if t is x else np.float32)
         r = adapter(t, number)
         assert rec.calls == [("kept", t.native, number, 6)]
-        _same_tensor(r, be.wrap(rec.out, DEV))
+        _same_tensor(r, _wrapped(be, rec.out))
     rec.calls.clear()
     adapter(f, 2 ** 40)                              # a float op's int outside int32
     assert rec.names() == ["dense"]
@@ -316,14 +324,14 @@ def test_two_integer_dtypes_take_the_two_dtype_case(op, da, db, want):
         rec.calls.clear()
         r = adapter(x, y)
         assert rec.calls == [("mixed", x.native, y.native)]
-        _same_tensor(r, be.wrap(rec.out, DEV))
+        _same_tensor(r, _wrapped(be, rec.out))
     x, y = be.wrap(_arr((6,), da), DEV), be.wrap(_arr((6,), db), DEV)
     calls[(A, B)] = rec.record("kept")
     rec.out = _arr((6,), want)
     rec.calls.clear()
     r = adapter(x, y)
     assert rec.calls == [("kept", x.native, y.native, 6)]
-    _same_tensor(r, be.wrap(rec.out, DEV))
+    _same_tensor(r, _wrapped(be, rec.out))
     # not the case: the swapped pair (not in the table), other shapes, 0-d, strided, large
     a = _arr((2, 3), da).T
     st = new_tensor(_root(a, be), a, (3, 2), (1, 3), 0, A, DEV, be)
@@ -333,14 +341,48 @@ def test_two_integer_dtypes_take_the_two_dtype_case(op, da, db, want):
              (be.wrap(_arr((128,), da), DEV), be.wrap(_arr((128,), db), DEV))]
     for p, q in cases:
         rec.calls.clear()
-        rec.out = _arr(p.shape, want)
+        # (the result of strided operands is in their layout)
+        rec.out = _arr((2, 3), want).T if p is st else _arr(p.shape, want)
         adapter(p, q)
         assert rec.names() == ["kernel"], (p.shape, q.shape)
 
 
-def test_a_kernel_declaring_nothing_new_gets_the_adapter_it_had():
-    """The float ops' generated source without the new attributes is the one before them:
-    the cpu backend's adapters (no dense case) are unchanged."""
+def test_with_several_gpus_the_new_cases_run_inside_the_device_guard(monkeypatch):
+    """Two GPUs: the operands are aligned and the guard entered first (the lines run after
+    the device bookkeeping), then the same cases: int tensors and an int, a comparison's bool
+    result, two dtypes -- on cuda:1."""
+    import contextlib
+    be = CUDABackend()
+    be._count = 2
+    entered = []
+    monkeypatch.setattr(be, "device_guard",
+                        lambda dev: entered.append(str(dev)) or contextlib.nullcontext())
+    d1 = tp.device("cuda", 1)
+
+    def arr(shape, dtype):
+        a = _arr(shape, dtype)
+        return cupy.ndarray(shape, a.dtype, memptr=cupy.cuda.MemoryPointer(
+            cupy.cuda.UnownedMemory(a.data.ptr, a.nbytes, a, device_id=1), 0))
+    x, y = be.wrap(arr((4,), np.int64), d1), be.wrap(arr((4,), np.int64), d1)
+    m = be.wrap(arr((4,), np.bool_), d1)
+    rec = _Rec()
+    add = _adapter(be, rec, "mul", **_int_kernel_attrs(), **_mixed_attrs(
+        rec, {(tp.int64, tp.bool): tp.int64}))
+    lt = _adapter(be, rec, "lt", **_cmp_kernel_attrs())
+    for adapter, other, out in ((add, y, np.int64), (add, -3, np.int64), (add, m, np.int64),
+                                (lt, y, np.bool_), (lt, 5, np.bool_)):
+        rec.out = arr((4,), out)
+        entered.clear()
+        rec.calls.clear()
+        r = adapter(x, other)
+        assert entered == ["cuda:1"] and rec.names() == ["mixed" if other is m else "dense"]
+        be.wrap(rec.out, d1)
+        _same_tensor(r, be.wrap(rec.out, d1))
+
+
+def test_the_cpu_adapters_take_none_of_the_new_cases():
+    """The cpu backend's kernels declare no dense case: their generated adapters hold none of
+    the new cases' lines (no int calls, result dtype or two-dtype table)."""
     cpu = tp.backends.get("cpu")
     import linecache
     for op in ARITH + CMP + ["div", "relu", "tanh"]:
