@@ -18,6 +18,10 @@
 * **One driver call** (CuPy arrays, Triton 3.6): the same generated kernels launched with one
   ``cuLaunchKernel`` instead of a ufunc or Triton's launcher -- small dense arrays through the
   adapters' dense case (``_dense``), large aligned ones in front of the chain (``_large``).
+  The adapters take the dense case inline (no frame of this module, the result tensor built
+  there) for floating arrays, int32/int64 arrays of the ops that keep their dtype, comparisons
+  (a bool result) and integer/bool arrays of two dtypes (``_dense_mixed``), as declared on each
+  kernel (``tensorplay._ops._define._float_ufunc_lines``).
 * **One element broadcast** (the gradient ``sum``/``mean`` hand back: an ``expand`` of a 0-d
   tensor, every stride 0): on the large path such an operand becomes a 0-d view, read once by
   the kernel (``_one_element_operands``), so ``(x * w).sum()``'s backward reads and writes each
@@ -311,7 +315,7 @@ def _binary(op, k, backend, uf, swap, big):
     if dense is None and big and _DENSE[0] and backend.np.__name__ == "cupy" and not swap and \
             op in _BOOL_RESULT:
         # comparisons: the same one-launch dense case (a bool result), called from the kernel
-        # below (the adapters' inline case is for results of the operand's dtype)
+        # below and, declared on it, by the adapters inline (``_tp_dense_result``)
         dense = _dense(op, 2, backend, uf, k, beyond)
 
     # integer and bool operands that CuPy's ufunc computes exactly as the reference kernel
@@ -380,7 +384,8 @@ def _binary(op, k, backend, uf, swap, big):
                 if b.__class__ is nd:
                     # two arrays of one dtype and shape, row-major, that the dense case takes
                     # (it runs the large path too): first, without the tests below (the
-                    # adapters call this kernel for them, having no inline case)
+                    # adapters take these inline, declared at the end; here: callers without
+                    # an adapter, contiguous operands whose strides are not the cached tuple)
                     d = a.dtype
                     if d is b.dtype and d in front and a._c_contiguous and b._c_contiguous \
                             and a.shape == b.shape:
@@ -457,12 +462,56 @@ def _binary(op, k, backend, uf, swap, big):
             kernel._tp_dense_ufunc = dense
             kernel._tp_dense_dtypes = _dense_dtypes(bf16)
             kernel._tp_dense_calls = dense.calls
+            kernel._tp_dense_int_calls = dense.int_calls
             # a broadcast of one element with a number (the mean's gradient): one launch too
             kernel._tp_splat = dense.splat
+            # int32/int64 arrays the kernel above sends to the dense case first (two of one
+            # dtype and shape, or one with an int in int32's range: integer add/sub/mul/
+            # maximum/minimum keep the dtype; never div, a floating result): inline too
+            kernel._tp_dense_int_dtypes = _tp_dtypes(front_ints)
+    elif not swap and cmp_dense is not None:
+        # comparisons: the dense case the kernel above calls first, for the adapters to take
+        # inline with a bool result, where the kernel above sends them: two row-major arrays
+        # of one dtype and shape among ``front``, float32 and bfloat16 with a Python number,
+        # int32/int64 with an int in int32's range (float16/float64 with a number keep the
+        # kernel: its ufunc, with torch's float16 rounding of the number)
+        kernel._tp_dense_ufunc = cmp_dense
+        kernel._tp_dense_dtypes = frozenset({_dtype.float32} |
+                                            ({_dtype.bfloat16} if bf16 is not None else set()))
+        kernel._tp_dense_int_dtypes = _tp_dtypes(front_ints)
+        kernel._tp_dense_pair_dtypes = frozenset({_dtype.float16, _dtype.float64})
+        kernel._tp_dense_result = _dtype.bool
+        kernel._tp_dense_calls = cmp_dense.calls
+        kernel._tp_dense_int_calls = cmp_dense.int_calls
+    if mixed_dense is not None:
+        # integer/bool arrays of two dtypes (``target * mask``): the two-dtype dense case the
+        # kernel above calls below THRESHOLD elements (above, its large path), inline too, with
+        # torch's promoted dtype (a comparison: bool) per pair
+        kernel._tp_dense_mixed = (mixed_dense, _mixed_results(op, ints, mixed),
+                                  mixed_dense.calls, THRESHOLD)
     kernel.launch_large = launch_large          # (its launches, for the GPU tests)
     kernel.dense = dense                        # (the same: the dense case's launches)
     kernel.dense_mixed = mixed_dense            # (the same: two dtypes' launches)
     return kernel
+
+
+def _tp_dtypes(natives) -> frozenset:
+    """The tensorplay dtypes of CuPy (NumPy) dtypes ``natives``."""
+    return frozenset(_dtype.from_name(d.name) for d in natives)
+
+
+def _mixed_results(op, ints, mixed) -> dict:
+    """``(first dtype, second dtype) -> result dtype`` (tensorplay dtypes) of the pairs of
+    different dtypes that ``_binary``'s kernel sends to ``_dense_mixed``: a first operand of
+    ``ints``' dtypes, a second of ``mixed``; the result torch's promotion of two dimensioned
+    tensors, bool for a comparison."""
+    out = {}
+    for a in _tp_dtypes(ints):
+        for b in _tp_dtypes(mixed):
+            if a is not b:
+                out[(a, b)] = _dtype.bool if op in _BOOL_RESULT else \
+                    _dtype.result_type(a, 2, b, 2)
+    return out
 
 
 def _dense_mixed(op, backend, uf):
@@ -486,6 +535,9 @@ def _dense_mixed(op, backend, uf):
     cmp = op in _BOOL_RESULT
     launches: dict = {}          # (dtype, dtype, device) -> call(a, b, n) | None: the ufunc
     seen: dict = {}
+    # one visible GPU: the kept calls by the operands' tensorplay dtypes, which the generated
+    # adapters call without this function's frame (``_tp_dense_mixed``)
+    calls: dict = {}
 
     def first(key, a, b):
         n = seen.get(key, 0)
@@ -501,6 +553,8 @@ def _dense_mixed(op, backend, uf):
         out, launch = _first_launch(op, 2, backend, a, b, False, R=R)
         if launch is not None:
             launches[key] = _call_of(launch, nd, out.dtype, 2, False)
+            if one:
+                calls[(dt_of(a), dt_of(b))] = launches[key]
         return uf(a, b) if out is None else out
 
     def dense(a, b):
@@ -513,6 +567,7 @@ def _dense_mixed(op, backend, uf):
             return uf(a, b)
         return call(a, b, n)
     dense.launches = launches
+    dense.calls = calls
     return dense
 
 
@@ -790,6 +845,9 @@ def _dense(op, n_in, backend, uf, ref=None, beyond=None, half_ref=False, aligned
     # float16/bfloat16 where the op rounds the number: the call rounding it first)
     calls: dict = {}
     fcalls: dict = {}
+    # an array and a Python int within int32 (``icalls``; not float16/bfloat16 where the op
+    # rounds the number: the rounded int may leave int32, which the dense case tests after)
+    icalls: dict = {}
     # the same for the aligned large launches (``aligned``'s, from ``top`` elements on; each
     # returns None, launching nothing, for an address off 16-byte alignment)
     lcalls: dict = {}
@@ -798,16 +856,20 @@ def _dense(op, n_in, backend, uf, ref=None, beyond=None, half_ref=False, aligned
     # the aligned launches: key -> (launch, result dtype, call) or None; {} without ``aligned``
     big = getattr(aligned, "launches", {})      # (the same dict: filled as _large compiles)
 
-    def remember(arrays, numbers, a, b, call):
+    def remember(arrays, numbers, a, b, call, ints=None):
         """Kept ``call`` for operand ``a`` (and ``b``): the adapters' from now on (one GPU),
         in ``arrays`` by ``a``'s dtype for an array operand or none, in ``numbers`` for a
-        float number -- rounded first (float16/bfloat16) where the op rounds it."""
+        float number -- rounded first (float16/bfloat16) where the op rounds it -- and in
+        ``ints`` for an int (one within int32: the caller's test), where the op does not."""
         d = a.dtype
         if b is _NO_OPERAND or b.__class__ is nd:
             arrays[dt_of(a)] = call
         elif b.__class__ is float:
             numbers[dt_of(a)] = _rounding(call, round_arg, d) if rounds and (
                 d is bf16 or d is f16) else call
+        elif b.__class__ is int and ints is not None and not (rounds and (d is bf16 or
+                                                                          d is f16)):
+            ints[dt_of(a)] = call
 
     def keep_large(key, a, b, call):
         """``_large`` kept ``call`` for ``key`` (its first launch): ``lcalls``/``lfcalls``."""
@@ -850,7 +912,7 @@ def _dense(op, n_in, backend, uf, ref=None, beyond=None, half_ref=False, aligned
         call = launches[key] = None if launch is None else _call_of(
             launch, nd, out.dtype, n_in, b.__class__ in (float, int))
         if call is not None and one:
-            remember(calls, fcalls, a, b, call)
+            remember(calls, fcalls, a, b, call, icalls)
         if out is not None:
             return out
         return other(a, b)
@@ -958,6 +1020,7 @@ def _dense(op, n_in, backend, uf, ref=None, beyond=None, half_ref=False, aligned
     dense.launches = launches
     dense.splat = splat if n_in == 2 else None
     dense.calls = (calls, fcalls, top, lcalls, lfcalls, big_top)
+    dense.int_calls = icalls
     return dense
 
 

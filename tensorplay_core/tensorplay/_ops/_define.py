@@ -788,8 +788,8 @@ def _dtype_test(n: str, dtypes, name: str, ns) -> str:
 
 
 def _float_ufunc_lines(op, kernel, backend, ns, early, kcall=None) -> list:
-    """Source lines (unindented) of the adapter's inline ufunc case, or [] when ``op``/``kernel``
-    have none: the kernel's own fast case without its frame and promotion step.
+    """Source lines (unindented) of the adapter's inline ufunc and dense cases, or [] when
+    ``op``/``kernel`` have none: the kernel's own fast cases without its frame and promotion step.
 
     A kernel with ``_tp_float_ufunc`` says: a floating tensor with a tensor of the same dtype or
     a Python number (a binary op), or a floating tensor alone (a unary op), is exactly that ufunc
@@ -803,56 +803,86 @@ def _float_ufunc_lines(op, kernel, backend, ns, early, kcall=None) -> list:
 
     A backend with ``root_storage`` (a ``Storage`` class made with no arguments, its byte size
     that of its root array), or an ``ArrayBackend`` keeping its ``wrap`` (the cpu backend: that
-    ``wrap`` builds a ``RootStorage``, made here the same way), gets the result tensor built here, without ``wrap``'s frame or its
-    reads of the array's shape and dtype, when the result is one of the backend's arrays and the
-    operands are row-major dense (their strides the cached row-major tuple, the same tuple for
-    both: the result is then dense too): shape, strides, dtype and device are the operand's.
-    Anything else goes through ``wrap``. ``early``: the lines run before the operands are
-    aligned to one device, so they test that themselves. ``kcall(fn, args)``: the source of a
-    kernel call (``make_adapter``'s, which runs it in the quiet context), default ``fn(args)``.
+    ``wrap`` builds a ``RootStorage``, made here the same way), gets the result tensor built
+    here, without ``wrap``'s frame or its reads of the array's shape and dtype, when the result
+    is one of the backend's arrays and the operands are row-major dense (their strides the
+    cached row-major tuple, the same tuple for both: the result is then dense too): shape,
+    strides, dtype and device are the operand's. Anything else goes through ``wrap``. ``early``:
+    the lines run before the operands are aligned to one device, so they test that themselves.
+    ``kcall(fn, args)``: the source of a kernel call (``make_adapter``'s, which runs it in the
+    quiet context), default ``fn(args)``.
 
-    A kernel that also has ``_tp_dense_ufunc`` (on such a backend) says: on the arrays of
-    operands of one dtype in ``_tp_dense_dtypes`` (default: those of the ufunc case) that are
-    row-major dense with one shape (for a binary op: two such tensors, or one and a Python
-    ``float``/``int``, passed as is), at any size, that callable computes the op, returning a
-    fresh row-major array of the backend's class with the operands' shape (tensorplay_cuda: one
-    lean launch of a generated kernel). The adapter calls it in those cases -- before the ufunc
-    case and its size bound -- and the ufunc in the others. A binary kernel with ``_tp_splat``
-    too says: on an operand of those dtypes whose strides are all 0 (a broadcast of one element,
-    the gradient ``sum``/``mean`` hand back) and a Python number, that callable returns a fresh
-    row-major array of the operand's shape holding the op's value, or None where it does not
-    take the call (the adapter then goes on to the ufunc case). ``_tp_dense_calls``,
-    ``(calls, float_calls, top, large_calls, large_float_calls, big)``, says:
-    ``calls[dtype](a[, b], n)`` (the operand's tensorplay dtype; ``float_calls[dtype](a, number,
-    n)`` with a Python ``float``) computes what the dense callable would for such operands of
-    ``0 < n < top`` elements (``n`` the array's size), and the large dicts' calls the same for
-    ``top <= n < big`` with ``n % 16 == 0``, or return None (nothing computed): the adapter
-    calls them directly, without the dense callable's frame and its own look-ups; a dtype not
-    in the dict, or a None, takes the dense callable.
+    A kernel with ``_tp_dense_ufunc`` (on such a backend; with ``_tp_float_ufunc`` too, or,
+    for a binary op, alone) says: on the arrays of row-major dense operands of one shape, at any
+    size, that callable computes the op, returning a fresh row-major array of the backend's
+    class with the operands' shape (tensorplay_cuda: one lean launch of a generated kernel), of
+    the operand's dtype, or of ``_tp_dense_result`` where the kernel names one (a tensorplay
+    dtype: ``bool`` for a comparison). Which operands (each set of tensorplay dtypes, the
+    operand's):
+
+    * ``_tp_dense_dtypes`` (default: those of the ufunc case, or every floating dtype): one
+      tensor alone (a unary op), two tensors of one such dtype, or one and a Python
+      ``float``/``int`` (passed as is);
+    * ``_tp_dense_int_dtypes`` (default none): two tensors of one such dtype, or one and a
+      Python ``int`` within int32's range (-2**31 to 2**31 - 1), never a ``float`` (an integer
+      tensor's op with a float is a floating result) -- int32/int64 ``add``, ``sub``, ``mul``,
+      ``maximum``, ``minimum``, which keep the dtype, and the comparisons;
+    * ``_tp_dense_pair_dtypes`` (default none): two tensors of one such dtype only (a
+      comparison of float16 or float64 tensors: with a number, torch's rounding rule is the
+      kernel's).
+
+    The adapter calls it in those cases -- before the ufunc case and its size bound -- and the
+    ufunc (where the kernel has one) or the kernel in the others. A binary kernel with
+    ``_tp_splat`` too says: on an operand of ``_tp_dense_dtypes`` whose strides are all 0 (a
+    broadcast of one element, the gradient ``sum``/``mean`` hand back) and a Python number, that
+    callable returns a fresh row-major array of the operand's shape holding the op's value, or
+    None where it does not take the call (the adapter then goes on to the ufunc case).
+    ``_tp_dense_calls``, ``(calls, float_calls, top, large_calls, large_float_calls, big)``,
+    says: ``calls[dtype](a[, b], n)`` (the operand's tensorplay dtype; ``float_calls[dtype](a,
+    number, n)`` with a Python ``float``) computes what the dense callable would for such
+    operands of ``0 < n < top`` elements (``n`` the array's size), and the large dicts' calls
+    the same for ``top <= n < big`` with ``n % 16 == 0``, or return None (nothing computed): the
+    adapter calls them directly, without the dense callable's frame and its own look-ups; a
+    dtype not in the dict, or a None, takes the dense callable. With it, ``_tp_dense_int_calls``
+    (a dict) says the same of ``int_calls[dtype](a, number, n)`` for a Python ``int`` within
+    int32's range and ``0 < n < top``.
+
+    A binary kernel with ``_tp_dense_mixed``, ``(mixed, results, calls, top)``, says: on the
+    arrays of two row-major tensors of one shape with at least one dimension, of fewer than
+    ``top`` elements, whose dtypes ``(first, second)`` are a key of ``results`` (two different
+    dtypes), ``mixed(a, b)`` computes the op, returning a fresh row-major array of the operands'
+    shape and dtype ``results[(first, second)]`` (tensorplay_cuda: ``int64 * bool``, torch's
+    promotion; bool for a comparison); ``calls[(first, second)](a, b, n)`` (a dict, filled as
+    launches are kept) the same for ``0 < n``, or None (nothing computed). Anything else -- a
+    0-d pair, ``top`` elements or more -- takes the kernel.
     """
     c = kcall if kcall is not None else (lambda fn, a: f"{fn}({a})")
     fast = getattr(kernel, "_tp_float_ufunc", None)
+    dense = getattr(kernel, "_tp_dense_ufunc", None)
     args_ = op.schema.arguments
-    if fast is None or not args_ or len(args_) > 2 or args_[0].kind != "tensor" or \
-            any(a.is_write for a in args_) or len(op.schema.returns) != 1 or \
-            op.schema.returns[0].type != "Tensor":
+    if (fast is None and dense is None) or not args_ or len(args_) > 2 or \
+            args_[0].kind != "tensor" or any(a.is_write for a in args_) or \
+            len(op.schema.returns) != 1 or op.schema.returns[0].type != "Tensor":
         return []
     unary = len(args_) == 1
     if not unary and (args_[1].name not in op.scalar_ok or args_[1].kwarg_only):
         return []
+    if fast is None and unary:
+        return []        # (a dense case without the ufunc case: binary ops only)
     pn = _codegen.py_names(args_)
     s_ = pn[0]
     o_ = None if unary else pn[1]
-    ns["__f"] = fast
     fd = getattr(kernel, "_tp_float_dtypes", None)
-    isf = _dtype_test(s_, fd, "__fd", ns)
-    fnum = getattr(kernel, "_tp_number_dtypes", fd)
-    isn = isf if fnum == fd else _dtype_test(s_, fnum, "__fn", ns)
-    fmax = getattr(kernel, "_tp_float_max", None)
-    if fmax is not None:
-        ns["__fmax"] = fmax
-        isf += f" and {s_}.native.size < __fmax"
-        isn += f" and {s_}.native.size < __fmax"
+    if fast is not None:
+        ns["__f"] = fast
+        isf = _dtype_test(s_, fd, "__fd", ns)
+        fnum = getattr(kernel, "_tp_number_dtypes", fd)
+        isn = isf if fnum == fd else _dtype_test(s_, fnum, "__fn", ns)
+        fmax = getattr(kernel, "_tp_float_max", None)
+        if fmax is not None:
+            ns["__fmax"] = fmax
+            isf += f" and {s_}.native.size < __fmax"
+            isn += f" and {s_}.native.size < __fmax"
     same = f" and {o_}.raw_device is {s_}.raw_device" if early else ""
     dev = f"{s_}.raw_device" if early else "__dev"
     rs = backend.root_storage
@@ -865,6 +895,8 @@ def _float_ufunc_lines(op, kernel, backend, ns, early, kcall=None) -> list:
             # no arguments: ~0.3 k instructions less than object.__new__) built here
             from .._kernels.array_backend import _WrapStorage
             rs = _WrapStorage
+    if rs is None and fast is None:
+        return []        # (the dense case builds its result here: not on such a backend)
     if rs is None and unary:
         return [f"if {isf}:",
                 f"    return __wrap({c('__f', f'{s_}.native')}, {dev})"]
@@ -878,18 +910,20 @@ def _float_ufunc_lines(op, kernel, backend, ns, early, kcall=None) -> list:
     from .._tensor_base import new_tensor_source
     ns.update(__RS=rs, __nd=backend.np.ndarray, __C=_CONTIG_CACHE, __be=backend,
               __new=object.__new__)
-    # tensorplay._tensor_base.new_tensor inlined, with the operand's metadata (the operand known
-    # dense: the result of the dense case needs no stride test)
-    built = [f"if __r.__class__ is __nd and {s_}.stride_tuple is __C.get({s_}.raw_shape):",
-             f"    __st = {make_st}",
-             "    __st.root = __r",
-             "    __st.version = 0",
-             "    __st.backend = __be",
-             *("    " + x for x in new_tensor_source(
-                 "__t", "__st", "__r", f"{s_}.raw_shape", f"{s_}.stride_tuple", f"{s_}.raw_dtype",
-                 f"{s_}.raw_device", "__be")),
-             "    return __t"]
-    dense = getattr(kernel, "_tp_dense_ufunc", None)
+
+    def build(dtype):
+        # tensorplay._tensor_base.new_tensor inlined, with the operand's metadata (the operand
+        # known dense: the result of the dense case needs no stride test) and result ``dtype``
+        return [f"if __r.__class__ is __nd and {s_}.stride_tuple is __C.get({s_}.raw_shape):",
+                f"    __st = {make_st}",
+                "    __st.root = __r",
+                "    __st.version = 0",
+                "    __st.backend = __be",
+                *("    " + x for x in new_tensor_source(
+                    "__t", "__st", "__r", f"{s_}.raw_shape", f"{s_}.stride_tuple", dtype,
+                    f"{s_}.raw_device", "__be")),
+                "    return __t"]
+    built = build(f"{s_}.raw_dtype")
     if dense is None:
         if unary:
             return [f"if {isf}:",
@@ -907,27 +941,62 @@ def _float_ufunc_lines(op, kernel, backend, ns, early, kcall=None) -> list:
                 *("    " + x for x in built),
                 f"    return __wrap(__r, {dev})"]
     ns["__fdense"] = dense
-    isd = _dtype_test(s_, getattr(kernel, "_tp_dense_dtypes", fd), "__dd", ns)
+    dd = getattr(kernel, "_tp_dense_dtypes", fd)
+    isd = _dtype_test(s_, dd, "__dd", ns)
     kept = getattr(kernel, "_tp_dense_calls", None)
     if kept is not None:
         (ns["__dcalls"], ns["__dfcalls"], ns["__dtop"], ns["__dlcalls"], ns["__dlfcalls"],
          ns["__dbig"]) = kept
+    # the dtypes taken with a tensor of their own dtype only, or with an int within int32 too
+    # (never a float: an integer tensor's op with a float is a floating result)
+    ints = frozenset(getattr(kernel, "_tp_dense_int_dtypes", ()) or ())
+    extra = ints | frozenset(getattr(kernel, "_tp_dense_pair_dtypes", ()) or ())
+    if not extra:
+        isp = isd
+    elif dd is not None:
+        ns["__dp"] = frozenset(dd) | extra         # (one set test for two tensors)
+        isp = f"{s_}.raw_dtype in __dp"
+    else:
+        ns["__dp"] = extra
+        isp = f"({isd} or {s_}.raw_dtype in __dp)"
+    if ints:
+        ns["__di"] = ints
+    icalls = getattr(kernel, "_tp_dense_int_calls", None) if kept is not None else None
+    if icalls is not None:
+        ns["__dicalls"] = icalls
+    result = getattr(kernel, "_tp_dense_result", None)
+    if result is not None:
+        ns["__dres"] = result
+    rdt = f"{s_}.raw_dtype" if result is None else "__dres"
 
     def dense_call(other, number=False):
         # the lines computing __r in the dense case (unindented): the kept launch for the
-        # operand's dtype (_tp_dense_calls) where one is kept and the size is within its bound,
-        # else the dense callable
+        # operand's dtype (_tp_dense_calls, _tp_dense_int_calls) where one is kept and the size
+        # is within its bound, else the dense callable. ``number``: True for a Python float or
+        # int, "int" for an int the caller found within int32
         args = f"{s_}.native" if other is None else f"{s_}.native, {other}"
-        if kept is None:
+        if kept is None or (number == "int" and icalls is None):
             return [f"__r = {c('__fdense', args)}"]
         both = "__a" if other is None else f"__a, {other}"
-        small, large = ("__dfcalls", "__dlfcalls") if number else ("__dcalls", "__dlcalls")
         lines = [f"__a = {s_}.native",
                  "__n = __a.size"]
+        if number == "int":
+            return lines + ["if 0 < __n < __dtop:",
+                            f"    __c = __dicalls.get({s_}.raw_dtype)",
+                            "else:",
+                            "    __c = None",
+                            f"if __c is None or (__r := {c('__c', both + ', __n')}) is None:",
+                            f"    __r = {c('__fdense', both)}"]
+        small, large = ("__dfcalls", "__dlfcalls") if number else ("__dcalls", "__dlcalls")
         if number:
-            lines += [f"if {other}.__class__ is not float:",
-                      "    __c = None",
-                      "elif 0 < __n < __dtop:"]
+            lines += [f"if {other}.__class__ is not float:"]
+            if icalls is None:
+                lines += ["    __c = None"]
+            else:
+                # (an int's kept launch takes it as an int32 argument)
+                lines += [f"    __c = __dicalls.get({s_}.raw_dtype) if 0 < __n < __dtop and "
+                          f"-0x80000000 <= {other} <= 0x7FFFFFFF else None"]
+            lines += ["elif 0 < __n < __dtop:"]
         else:
             lines += ["if 0 < __n < __dtop:"]
         # (the large kept launches take a multiple of 16 elements; None: an address off
@@ -940,7 +1009,7 @@ def _float_ufunc_lines(op, kernel, backend, ns, early, kcall=None) -> list:
                         f"if __c is None or (__r := {c('__c', both + ', __n')}) is None:",
                         f"    __r = {c('__fdense', both)}"]
     # the dense case: its result is a fresh row-major array of the operand's shape
-    dense_built = ["if __r.__class__ is __nd:", *built[1:]]
+    dense_built = ["if __r.__class__ is __nd:", *build(rdt)[1:]]
     layout = f"{s_}.stride_tuple is __C.get({s_}.raw_shape)"
     if unary:
         return [f"if {isd} and {layout}:",
@@ -970,28 +1039,57 @@ def _float_ufunc_lines(op, kernel, backend, ns, early, kcall=None) -> list:
                      f"{s_}.raw_device", "__be")),
                  "                return __t",
                  f"            return __wrap(__r, {dev})"]
-    return [f"if {o_}.__class__ is __T:",
-            f"    if {s_}.raw_dtype is {o_}.raw_dtype{same}:",
-            f"        if {isd} and {s_}.raw_shape == {o_}.raw_shape and {s_}.stride_tuple is {o_}.stride_tuple "
-            f"and {layout}:",
-            *("            " + x for x in dense_call(f"{o_}.native")),
-            *("            " + x for x in dense_built),
-            f"            return __wrap(__r, {dev})",
-            f"        if {isf}:",
-            f"            __r = {c('__f', f'{s_}.native, {o_}.native')}",
-            f"            if {s_}.raw_shape == {o_}.raw_shape and {s_}.stride_tuple is {o_}.stride_tuple:",
-            *("                " + x for x in built),
-            f"            return __wrap(__r, {dev})",
-            f"elif {o_}.__class__ is float or {o_}.__class__ is int:",
-            f"    if {isd} and {layout}:",
-            *("        " + x for x in dense_call(o_, number=True)),
-            *("        " + x for x in dense_built),
-            f"        return __wrap(__r, {dev})",
-            *splat,
-            f"    if {isn}:",
-            f"        __r = {c('__f', f'{s_}.native, {o_}')}",
-            *("        " + x for x in built),
-            f"        return __wrap(__r, {dev})"]
+    lines = [f"if {o_}.__class__ is __T:",
+             f"    if {s_}.raw_dtype is {o_}.raw_dtype{same}:",
+             f"        if {isp} and {s_}.raw_shape == {o_}.raw_shape and {s_}.stride_tuple is {o_}.stride_tuple "
+             f"and {layout}:",
+             *("            " + x for x in dense_call(f"{o_}.native")),
+             *("            " + x for x in dense_built),
+             f"            return __wrap(__r, {dev})"]
+    if fast is not None:
+        lines += [f"        if {isf}:",
+                  f"            __r = {c('__f', f'{s_}.native, {o_}.native')}",
+                  f"            if {s_}.raw_shape == {o_}.raw_shape and {s_}.stride_tuple is {o_}.stride_tuple:",
+                  *("                " + x for x in built),
+                  f"            return __wrap(__r, {dev})"]
+    mixed = getattr(kernel, "_tp_dense_mixed", None)
+    if mixed is not None:
+        # two dtypes of its table, one shape with dimensions, both row-major, fewer than its
+        # bound's elements: the two-dtype callable (its kept launch for the pair, when kept),
+        # the result of the table's dtype (__m) built here
+        ns["__fmixed"], ns["__mres"], ns["__mcalls"], ns["__mtop"] = mixed
+        lines += [f"    elif (__m := __mres.get(__p := ({s_}.raw_dtype, {o_}.raw_dtype))) is not None "
+                  f"and {s_}.raw_shape and {s_}.raw_shape == {o_}.raw_shape and "
+                  f"{s_}.stride_tuple is {o_}.stride_tuple and {layout}{same}:",
+                  f"        __a = {s_}.native",
+                  "        __n = __a.size",
+                  "        if __n < __mtop:",
+                  "            if not __n or (__c := __mcalls.get(__p)) is None or "
+                  f"(__r := {c('__c', f'__a, {o_}.native, __n')}) is None:",
+                  f"                __r = {c('__fmixed', f'__a, {o_}.native')}",
+                  "            if __r.__class__ is __nd:",
+                  *("            " + x for x in build("__m")[1:]),
+                  f"            return __wrap(__r, {dev})"]
+    lines += [f"elif {o_}.__class__ is float or {o_}.__class__ is int:",
+              f"    if {isd} and {layout}:",
+              *("        " + x for x in dense_call(o_, number=True)),
+              *("        " + x for x in dense_built),
+              f"        return __wrap(__r, {dev})"]
+    if ints:
+        # an int within int32 (a kernel argument) with a tensor of those dtypes
+        lines += [f"    if {o_}.__class__ is int and {s_}.raw_dtype in __di and "
+                  f"-0x80000000 <= {o_} <= 0x7FFFFFFF and {layout}:",
+                  *("        " + x for x in dense_call(o_, number="int")),
+                  *("        " + x for x in dense_built),
+                  f"        return __wrap(__r, {dev})"]
+    lines += splat
+    if fast is not None:
+        lines += [f"    if {isn}:",
+                  f"        __r = {c('__f', f'{s_}.native, {o_}')}",
+                  *("        " + x for x in built),
+                  f"        return __wrap(__r, {dev})"]
+    return lines
+
 
 def check_tensor_arguments(op, values: dict) -> None:
     """Raise ``TypeError`` (from None) naming the first ``Tensor`` argument of built-in ``op``
