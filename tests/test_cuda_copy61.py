@@ -185,7 +185,7 @@ def test_a_kept_strided_copy_is_one_launch_of_the_cpu_layout_and_values(stubbed,
         assert len(launched) == before + 1
         assert r.device == v.device and r.dtype is want.dtype
         assert r.shape == want.shape and r.stride() == want.stride() and r.is_contiguous()
-        assert r._base is None or copy == "reshape(-1)"     # a fresh tensor (reshape: of one)
+        assert r._base is None                  # a fresh tensor, nobody's view (reshape too)
     fn, grid, raw = launched[-1]
     p_in, p_out, _fconst = struct.unpack_from("=QQQ", raw)
     src, dst = tensorplay_cuda.as_cupy(v), tensorplay_cuda.as_cupy(r)
@@ -214,12 +214,23 @@ def test_the_kept_copy_is_one_generated_call_per_layout(stubbed):
         v = base.transpose(*dims)
         _first(lambda: v.contiguous())
         a = tensorplay_cuda.as_cupy(v)
-        call = clone.strided.calls[(a.shape, a.strides, a.dtype, 0)]
+        key = (a.shape, a.strides, a.dtype, 0)
+        call = clone.strided.calls[key]
         assert "go(" not in call.source and "LAUNCH(" in call.source
-        assert call.direct is clone.strided.keys[(a.shape, a.strides, a.dtype, 0)][4]
-        before = len(launched)
-        v.contiguous()
-        assert len(launched) == before + 1
+        assert call.direct is clone.strided.keys[key][4]
+        ran = []
+
+        def spy(arr, call=call):
+            ran.append(arr)
+            return call(arr)
+        clone.strided.calls[key] = spy        # the call the clone kernel makes, recorded
+        try:
+            before = len(launched)
+            r = v.contiguous()
+        finally:
+            clone.strided.calls[key] = call
+        assert len(launched) == before + 1 and len(ran) == 1
+        assert ran[0].strides == a.strides and tensorplay_cuda.as_cupy(r)._c_contiguous
     assert len({id(c) for c in clone.strided.calls.values()}) >= 2
 
 
@@ -381,3 +392,47 @@ def test_the_rope_transpose_copy_matches_cpu_on_a_gpu():
         assert got.stride() == want.stride()
         assert np.array_equal(_bits(got.cpu()), _bits(want))
         assert np.array_equal(_bits(got.clone().cpu()), _bits(want))
+
+
+# -- contiguous / is_contiguous: torch's rule, one tuple comparison where it decides -----------
+@pytest.mark.parametrize("shape, stride", [
+    ((2, 3, 4), (12, 4, 1)), ((2, 3, 4), (12, 1, 3)), ((2, 1, 4), (4, 99, 1)),
+    ((1, 3), (7, 1)), ((3, 1), (1, 5)), ((2, 0, 3), (5, 7, 2)), ((4,), (2,)), ((4,), (1,)),
+    ((5, 7, 11, 13), (1001, 143, 13, 1)), ((5, 7, 11, 13), (1001, 13, 143, 1)), ((), ())])
+def test_is_contiguous_and_contiguous_follow_torchs_rule(shape, stride):
+    """Row-major dense but for size-1 dims (any stride there), or empty: ``is_contiguous`` is
+    True and ``contiguous()`` is the tensor itself; otherwise a row-major copy with the same
+    values. Shapes whose row-major strides are cached and shapes seen for the first time
+    (``(5, 7, 11, 13)``) alike."""
+    expected = 1
+    want = True
+    for s, st in zip(reversed(shape), reversed(stride)):
+        if s != 1 and st != expected:
+            want = False
+        expected *= s
+    want = want or 0 in shape
+    span = 1 + sum((s - 1) * st for s, st in zip(shape, stride)) if 0 not in shape else 1
+    base = tp.arange(float(max(span, 1)))
+    t = base.as_strided(shape, stride)
+    assert t.is_contiguous() is want
+    c = t.contiguous()
+    if want:
+        assert c is t
+    else:
+        assert c is not t and c.is_contiguous() and c.shape == t.shape
+        assert np.array_equal(c.numpy(), t.numpy())
+
+
+def test_contiguous_inside_compile_reads_no_size():
+    """``x.t().contiguous()`` while ``tensorplay.compile`` captures: the capture tensor's own
+    ``is_contiguous`` decides (``contiguous``'s inline test is for plain tensors), so the graph
+    is not size dependent, and the values are eager's."""
+    def f(x):
+        return x.t().contiguous() * 2.0
+
+    c = tp.compile(f)
+    x = tp.arange(6.0).reshape(2, 3)
+    assert np.array_equal(c(x).numpy(), f(x).numpy())
+    assert not c.graph.size_dependent
+    y = tp.arange(20.0).reshape(4, 5)
+    assert np.array_equal(c(y).numpy(), f(y).numpy())
