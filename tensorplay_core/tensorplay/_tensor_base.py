@@ -50,7 +50,7 @@ if TYPE_CHECKING:
 __all__ = ["TensorBase", "instance_class", "row_major", "new_tensor", "new_tensor_source", "new_fake", "set_history", "set_history_source", "set_grad_fn",
            "set_requires_grad", "set_grad",
            "detach_history", "refresh_dispatch_key", "set_accumulator", "set_retains_grad",
-           "set_view", "live_views", "made_in_no_grad", "set_view_version", "DataStorage",
+           "set_view", "set_view_source", "prune_views", "live_views", "made_in_no_grad", "set_view_version", "DataStorage",
            "data_alias", "storage_tensors", "shared_storage", "is_dense", "partial_overlap",
            "check_partial_overlap", "PARTIAL_OVERLAP_MSG", "set_capture", "set_layout", "set_native", "set_data", "wrap_dim", "index_dim", "checked_dims", "FIELDS",
            "SLOTS"]
@@ -408,18 +408,19 @@ def new_tensor(storage, data, shape, stride, offset, dtype, device, backend, cls
 
 
 def new_tensor_source(var, storage, data, shape, stride, dtype, device, backend,
-                      new="__new", cls="__T") -> list:
-    """Source lines that bind ``var`` to what ``new_tensor(storage, data, shape, stride, 0, dtype,
-    device, backend)`` returns, without its frame: for the code generated per op on the per-call
-    path (the built-in ops' adapters). Arguments are source expressions, each evaluated once
-    (``device`` is read back from the tensor); the namespace binds ``new`` to ``object.__new__``
-    and ``cls`` to ``instance_class()``."""
+                      new="__new", cls="__T", offset="0") -> list:
+    """Source lines that bind ``var`` to what ``new_tensor(storage, data, shape, stride, offset,
+    dtype, device, backend)`` returns (``offset`` 0 unless given), without its frame: for the code
+    generated per op on the per-call path (the built-in ops' adapters, the views' ``make_view``).
+    Arguments are source expressions, each evaluated once (``device`` is read back from the
+    tensor); the namespace binds ``new`` to ``object.__new__`` and ``cls`` to
+    ``instance_class()``."""
     return [f"{var} = {new}({cls})",
             f"{var}._storage = {storage}",
             f"{var}._data = {data}",
             f"{var}._shape = {shape}",
             f"{var}._stride = {stride}",
-            f"{var}._offset = 0",
+            f"{var}._offset = {offset}",
             f"{var}._dtype = {dtype}",
             f"{var}._device = {device}",
             f"{var}._backend = {backend}",
@@ -517,7 +518,8 @@ def set_view(t, base, version: int, grad_enabled: bool = True) -> None:
     its own), and ``base`` keeps a weak reference to it, so that an in-place write giving
     ``base`` a new history later reaches every live view (``live_views``; autograd's
     ``refresh_views``). A base's ``view_version`` field holds that list of references (an int
-    while it has none): only views have a version of their own."""
+    while it has none): only views have a version of their own. (``set_view_source`` spells
+    this body as generated source for ``make_view``: keep the two alike.)"""
     t._base = base
     t._vver = version
     if base is None:
@@ -529,12 +531,42 @@ def set_view(t, base, version: int, grad_enabled: bool = True) -> None:
         n = len(vs)
         if n >= 16 and not n & (n - 1):
             # at each power of two: drop the views that died (amortized O(1) a view)
-            vs[:] = [e for e in vs if (e if e.__class__ is not tuple else e[0])() is not None]
+            prune_views(vs)
     else:
         base._vver = [r]
     if base._requires_grad and not t._requires_grad and t._dtype.is_floating_point:
         t._requires_grad = True
         refresh_dispatch_key(t)
+
+
+def set_view_source(var, base, version, grad_enabled, ref="__ref", prune="__prune",
+                    refresh="__refresh") -> list:
+    """Source lines doing what ``set_view(var, base, version, grad_enabled)`` does, without its
+    frame, for a ``base`` that is not None (``make_view``'s views, generated per call): the same
+    statements in the same order (keep the two alike). Arguments are source expressions;
+    ``base`` and ``var`` are read more than once (names, then). The namespace binds ``ref`` to
+    ``weakref.ref``, ``prune`` to ``prune_views`` and ``refresh`` to ``refresh_dispatch_key``;
+    the lines bind ``__w``, ``__vs`` and ``__n``."""
+    return [f"{var}._base = {base}",
+            f"{var}._vver = {version}",
+            f"__w = {ref}({var}) if {grad_enabled} else ({ref}({var}),)",
+            f"__vs = {base}._vver",
+            "if __vs.__class__ is list:",
+            "    __vs.append(__w)",
+            "    __n = len(__vs)",
+            "    if __n >= 16 and not __n & (__n - 1):",
+            f"        {prune}(__vs)",
+            "else:",
+            f"    {base}._vver = [__w]",
+            f"if {base}._requires_grad and not {var}._requires_grad and "
+            f"{var}._dtype.is_floating_point:",
+            f"    {var}._requires_grad = True",
+            f"    {refresh}({var})"]
+
+
+def prune_views(vs) -> None:
+    """Drop the dead references from a base's list of views (``set_view``'s, in place)."""
+    vs[:] = [e for e in vs if (e if e.__class__ is not tuple else e[0])() is not None]
 
 
 def live_views(base, no_grad_flags: bool = False) -> list:

@@ -14,9 +14,13 @@ it row-major (``x.transpose(1, 2).contiguous()``: two CuPy copy kernels, 54 µs 
   ``2**31 - 2048`` elements, with Triton: after ``eager.WARMUP_CALLS`` calls of its (shape,
   strides, dtype), one launch of the generated one-step copy (``triton_fusion``'s ``to_dtype`` to
   the array's own dtype, its input loaded through its strides: each element's bits as they are)
-  replayed with one driver call per call (``TritonChain.run``'s kept plan). Why: CuPy's copy
-  kernel's argument handling cost more host time than the launch (29.5 µs against torch's 17.3 on
-  an H100 host for a 2x48x64x128 float32 transpose);
+  replayed with one driver call per call, from one function generated per layout that
+  ``clone`` calls itself (``_strided_call``: the allocation, the packing with the layout's sizes
+  and strides as constants, the launch). Why: CuPy's copy kernel's argument handling cost more
+  host time than the launch (29.5 µs against torch's 17.3 on an H100 host for a 2x48x64x128
+  float32 transpose); and the kept launch through ``Direct.go`` (a key lookup in the copy's
+  frame, an argument tuple, ``go``'s frame, the allocation's) was 2.5 µs of the 17.7 µs a
+  ``q.transpose(1, 2).contiguous()`` took on an H100 host, against torch's 14.1;
 * anything else (and those before their launch is known, or where Triton declines the dtype or
   fails: said once, then CuPy for the process) is one ``cupy.ascontiguousarray`` (one copy kernel,
   row-major result).
@@ -44,6 +48,11 @@ def accelerate(kernels: dict, cupy, backend=None) -> dict:
     contiguous = cupy.ascontiguousarray
     strided = _strided_copy(backend, contiguous) if backend is not None else contiguous
 
+    # (shape, strides, dtype, device) -> the generated call of a kept strided copy
+    calls = getattr(strided, "calls", {})
+    one = getattr(strided, "one", True)
+    getdev = cupy.cuda.runtime.getDevice
+
     def clone(a):
         if a.__class__ is not nd:
             return ref(a)
@@ -54,6 +63,10 @@ def accelerate(kernels: dict, cupy, backend=None) -> dict:
             if n:
                 r.data.copy_from_device_async(a.data, n)
             return r
+        # a kept strided copy: one generated call (allocation, packing, the driver call)
+        c = calls.get((a.shape, a.strides, a.dtype, 0 if one else getdev()))
+        if c is not None:
+            return c(a)
         if 0 in a.strides:           # a broadcast: the division-free kernel (bcast.py)
             r = new(a.shape, a.dtype)
             if copy_broadcast(cupy, r, a):
@@ -76,9 +89,12 @@ def _strided_copy(backend, contiguous):
     the first ``eager.WARMUP_CALLS`` calls run ``contiguous`` (a short script compiles nothing);
     the next compiles the copy and launches it through Triton (never inside a CUDA-graph
     capture: ``eager._capturing``); every later call is an allocation and one driver call
-    (``_compile``). A key whose copy is unavailable (a dtype the generator declines: complex,
+    (``_compile``), made by the key's generated call (``copy.calls[key]``, ``_strided_call``),
+    which ``clone`` looks up and calls itself, or through ``Direct.go`` here where none could
+    be generated. A key whose copy is unavailable (a dtype the generator declines: complex,
     unsigned wider than a byte; another Triton release; a failure, said once) runs
-    ``contiguous`` for good."""
+    ``contiguous`` for good. ``copy.keys``: key -> calls so far, the kept launch's tuple, or
+    None; ``copy.one``: one visible GPU (the keys' device is then 0, asked of no driver)."""
     from . import eager
     from .triton_fusion import BLOCK, BLOCK_NARROW
     if not eager.triton_available() or not eager._DENSE[0] or \
@@ -91,6 +107,8 @@ def _strided_copy(backend, contiguous):
     # key -> calls so far (an int, below WARMUP_CALLS), then (go, arguments after the two
     # addresses, programs, dtype, ...) or None: CuPy's copy for good
     seen: dict = {}
+    calls: dict = {}           # key -> its kept launch as one generated call (_strided_call)
+    nd = backend.np.ndarray
 
     def copy(a):
         n = a.size
@@ -106,10 +124,14 @@ def _strided_copy(backend, contiguous):
                 return contiguous(a)
             if len(seen) >= _MAX_KEYS:
                 seen.clear()
+                calls.clear()
             seen[key] = None
             r, e = _compile(backend, a, dev)
             if e is not None:
                 seen[key] = e
+                c = _strided_call(e[4], nd, a.shape, e[3], e[5], e[1], e[2])
+                if c is not None:
+                    calls[key] = c
             return contiguous(a) if r is None else r
         if e is None:
             return contiguous(a)
@@ -125,6 +147,8 @@ def _strided_copy(backend, contiguous):
             go(args, g, 1, 1)
         return r
     copy.keys = seen
+    copy.calls = calls
+    copy.one = one
     return copy
 
 
@@ -184,6 +208,55 @@ def _compile(backend, a, dev):
     if not isinstance(d, _cupylaunch.Direct):
         return out, None
     return out, (d.go, (fc.data.ptr, n, 0, *a.shape, *strides), g, a.dtype, d, fc)
+
+
+def _strided_call(direct, nd, shape, dtype, fconst, tail, grid):
+    """``call(a) -> r``: the kept launch of ``_compile`` (``direct``, a ``Direct`` whose kernel
+    takes the input's and output's addresses, then ``tail``: the float-constant array's address
+    ``fconst.data.ptr``, the element count, 0, the sizes and the element strides; ``grid``
+    programs) as one generated function for arrays of exactly that (shape, strides, dtype) on
+    that device: a fresh row-major ``nd`` array ``r`` of ``shape`` and ``dtype`` (``fresh``'s
+    route where it applies) into which the copy is launched -- the allocation, the packing (the
+    key's sizes and strides are constants of the source) and the driver call in one frame, as
+    ``triton_fusion._dense_call`` does for the dense ops, where ``copy`` built an argument tuple
+    and called ``Direct.go`` through two frames. It launches as ``go`` does (``go``'s own
+    namespace: the same function, threads, shared memory, parameter block, packing and
+    recovery of a thread without a current context), the stream looked up for the launch's
+    device where the look-up takes one. None where ``direct``'s parameters are not the ones
+    this layout packs (another Triton, another ``make_direct``): ``copy`` keeps ``go``."""
+    from .fresh import dtype_arg, route_for
+    from .triton_fusion import _stream_takes_device
+    ns = getattr(getattr(direct, "go", None), "__globals__", {})
+    need = ("PACK", "BLOCK_OF_THREAD", "LAUNCH", "STREAM", "MAKE_CURRENT", "FN", "THREADS",
+            "SHARED", "DEVICE")
+    nv = len(tail)
+    kinds = ("ptr",) * 3 + ("i32",) * (nv - 1) + ("null", "null")
+    if any(k not in ns for k in need) or tuple(getattr(direct, "kinds", ())) != kinds or \
+            any(v.__class__ is not int for v in tail) or grid.__class__ is not int:
+        return None
+    stream = "STREAM(DEVICE)" if _stream_takes_device(ns["STREAM"]) else "STREAM()"
+    launch = f"LAUNCH(FN, {grid}, 1, 1, THREADS, 1, 1, SHARED, {stream}.ptr, params, 0)"
+    fresh = route_for(nd)
+    alloc = ["    r = NEW(ND)", "    INIT(r, SHAPE, DT_ARG, None, None, None)"] if fresh else \
+        ["    r = ND(SHAPE, DT)"]
+    # (ints as literals: a constant load each, no tuple unpacked per call)
+    values = ", ".join(str(int(v)) for v in tail[1:])
+    source = "\n".join(["def call(a):", *alloc,
+                        "    buf, params, _ = BLOCK_OF_THREAD.block",
+                        f"    PACK(buf, 0, a.data.ptr, r.data.ptr, FCP, {values})",
+                        "    try:", f"        {launch}", "    except Exception as e:",
+                        "        if not MAKE_CURRENT(e, DEVICE):", "            raise",
+                        f"        {launch}", "    return r", ""])
+    g = {k: ns[k] for k in need}
+    g.update(ND=nd, SHAPE=tuple(shape), DT=dtype, FCP=tail[0])
+    if fresh:
+        g.update(NEW=fresh[0], INIT=fresh[1], DT_ARG=dtype_arg(*fresh, nd, dtype))
+    exec(compile(source, f"<tensorplay strided copy of {ns['FN']:#x}>", "exec"), g)  # noqa: S102
+    call = g["call"]
+    call.direct = direct            # keeps the kernel's module alive (and for the tests)
+    call.fconst = fconst            # (its address is packed)
+    call.source = source
+    return call
 
 
 _MAX_KEYS = 256          # strided layouts kept (cleared beyond)
