@@ -19,12 +19,12 @@ driver. On a GPU, the marked tests compare the copies' values with the cpu backe
 from __future__ import annotations
 
 import ctypes
-import pathlib
 import struct
 
 import numpy as np
 import pytest
 import tensorplay as tp
+from _launch_stand_ins import compiled_or_skip, param_bytes, stand_ins
 
 CUDA_OK, CUDA_WHY = tp.plugins.device_status("cuda")
 needs_cuda = pytest.mark.skipif(not CUDA_OK, reason=f"no usable CUDA device: {CUDA_WHY}")
@@ -78,38 +78,12 @@ def stubbed():
     """The launch stand-ins (no GPU; no warm-up calls), a fresh one-GPU cuda backend with
     bfloat16 in use, registered while these run (the public calls reach it), and the recorded
     launches: (function, grid, the parameter block's first 16 8-byte slots)."""
-    if CUDA_OK:
-        pytest.skip("a GPU is present: the stand-ins are for machines without one")
-    cupy = pytest.importorskip("cupy", reason="CuPy is not installed")
-    pytest.importorskip("tensorplay_cuda")
-    pytest.importorskip("triton", reason="triton is not installed")
-    pytest.importorskip("tensorplay_triton", reason="tensorplay-triton is not installed")
-    from tensorplay_cuda.backend import CUDABackend
-    from tensorplay_triton import _cupylaunch
     launched = []
 
     def launch_kernel(f, g0, g1, g2, b0, b1, b2, shared, stream, params, extra):
-        slots = (ctypes.c_void_p * _cupylaunch.MAX_PARAMS).from_address(params)
-        raw = b"".join(ctypes.string_at(slots[i], 8) for i in range(16))
-        launched.append((f, g0, raw))
-    mp = pytest.MonkeyPatch()
-    mp.syspath_prepend(str(pathlib.Path(__file__).resolve().parents[1] / "benchmarks"))
-    import bench_cuda_host
-    previous = bench_cuda_host.launch_stand_ins(mp.setattr, launch_kernel, 1 << 22)
-    from tensorplay_cuda import _cupy_install
-    mp.setattr(_cupy_install, "setup_problem", lambda: None)
-    handle = None
-    try:
-        be = CUDABackend()
-        be._count = 1
-        be.native_dtype(tp.bfloat16)          # bf16 in use: the kernels built bf16-correct
-        handle = tp.backends.register(be)
+        launched.append((f, g0, param_bytes(params, 16)))
+    with stand_ins(launch_kernel, 1 << 22, bf16=True, register=True) as be:
         yield be, launched
-    finally:
-        if handle is not None:
-            handle.destroy()
-        cupy.cuda.set_allocator(previous)
-        mp.undo()
 
 
 def _on_stubbed_cuda(be, cpu):
@@ -124,14 +98,7 @@ def _on_stubbed_cuda(be, cpu):
     return t
 
 
-def _first(call):
-    """The call that compiles (the stand-ins launch nothing), skipped where ptxas is missing."""
-    try:
-        return call()
-    except Exception as e:  # noqa: BLE001 - only a missing ptxas is a reason to skip
-        if "ptxas" in str(e):
-            pytest.skip(f"Triton cannot compile here: {e}")
-        raise
+_first = compiled_or_skip
 
 
 def _interpret(be, view_dtype, nd, raw, flat_from_offset, n):

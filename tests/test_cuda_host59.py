@@ -22,6 +22,7 @@ from __future__ import annotations
 import numpy as np
 import pytest
 import tensorplay as tp
+from _launch_stand_ins import compiled_or_skip, stand_ins
 
 cupy = pytest.importorskip("cupy", reason="CuPy is not installed")
 tensorplay_cuda = pytest.importorskip("tensorplay_cuda")
@@ -48,31 +49,11 @@ def stubbed():
 
     def launch_kernel(f, g0, g1, g2, b0, b1, b2, shared, stream, params, extra):
         launched.append((f, g0))
-    import pathlib
-    mp = pytest.MonkeyPatch()
-    mp.syspath_prepend(str(pathlib.Path(__file__).resolve().parents[1] / "benchmarks"))
-    import bench_cuda_host
-    if tp.plugins.device_status("cuda")[0]:
-        mp.undo()
-        pytest.skip("a GPU is present: the stand-ins are for machines without one")
-    previous = bench_cuda_host.launch_stand_ins(mp.setattr, launch_kernel, 1 << 24)
-    try:
-        be = CUDABackend()
-        be._count = 1
+    with stand_ins(launch_kernel, 1 << 24) as be:
         yield be, launched
-    finally:
-        cupy.cuda.set_allocator(previous)
-        mp.undo()
 
 
-def _first(call):
-    """The call that compiles (the stand-ins launch nothing), skipped where ptxas is missing."""
-    try:
-        return call()
-    except Exception as e:  # noqa: BLE001 - only a missing ptxas is a reason to skip
-        if "ptxas" in str(e):
-            pytest.skip(f"Triton cannot compile here: {e}")
-        raise
+_first = compiled_or_skip
 
 
 def _values(dtype, n, seed):

@@ -20,13 +20,12 @@ for want of a driver. On a GPU, the marked tests compare the values with the cpu
 
 from __future__ import annotations
 
-import ctypes
-import pathlib
 import struct
 
 import numpy as np
 import pytest
 import tensorplay as tp
+from _launch_stand_ins import compiled_or_skip, param_bytes, stand_ins
 
 cupy = pytest.importorskip("cupy", reason="CuPy is not installed")
 tensorplay_cuda = pytest.importorskip("tensorplay_cuda")
@@ -35,7 +34,6 @@ ml_dtypes = pytest.importorskip("ml_dtypes", reason="ml_dtypes is not installed"
 # private on purpose: the eager module's kept launches are what these pin down
 from tensorplay._ops import _define  # noqa: E402
 from tensorplay_cuda import eager  # noqa: E402
-from tensorplay_cuda.backend import CUDABackend  # noqa: E402
 
 CUDA_OK, CUDA_WHY = tp.plugins.device_status("cuda")
 needs_cuda = pytest.mark.skipif(not CUDA_OK, reason=f"no usable CUDA device: {CUDA_WHY}")
@@ -55,47 +53,17 @@ def stubbed():
     """The launch stand-ins (no GPU; no warm-up calls), a fresh one-GPU backend with bfloat16
     enabled, and the recorded launches: (function, grid, block, the parameter block's first
     eight 8-byte slots)."""
-    if CUDA_OK:
-        pytest.skip("a GPU is present: the stand-ins are for machines without one")
     _needs_triton()
-    from tensorplay_triton import _cupylaunch
     launched = []
 
     def launch_kernel(f, g0, g1, g2, b0, b1, b2, shared, stream, params, extra):
-        slots = (ctypes.c_void_p * _cupylaunch.MAX_PARAMS).from_address(params)
-        raw = b"".join(ctypes.string_at(slots[i], 8) for i in range(8))
-        launched.append((f, (g0, g1, g2), (b0, b1, b2), raw))
-    mp = pytest.MonkeyPatch()
-    mp.syspath_prepend(str(pathlib.Path(__file__).resolve().parents[1] / "benchmarks"))
-    import bench_cuda_host
-    previous = bench_cuda_host.launch_stand_ins(mp.setattr, launch_kernel,
-                                                4 * (eager.THRESHOLD + 64))
-    from tensorplay_cuda import _cupy_install
-    mp.setattr(_cupy_install, "setup_problem", lambda: None)
-    handle = None
-    try:
-        be = CUDABackend()
-        be._count = 1
-        be.native_dtype(tp.bfloat16)          # bf16 in use: the kernels built bf16-correct
-        # the cuda device's backend while these run (views go through the dispatcher);
-        # forgotten after, or every later test of the process would find a cuda device
-        handle = tp.backends.register(be)
+        launched.append((f, (g0, g1, g2), (b0, b1, b2), param_bytes(params, 8)))
+    # (registered for cuda while these run: views go through the dispatcher)
+    with stand_ins(launch_kernel, 4 * (eager.THRESHOLD + 64), bf16=True, register=True) as be:
         yield be, launched
-    finally:
-        if handle is not None:
-            handle.destroy()
-        cupy.cuda.set_allocator(previous)
-        mp.undo()
 
 
-def _compiled(call):
-    """``call()``, skipped where Triton cannot compile (no ptxas)."""
-    try:
-        return call()
-    except Exception as e:  # noqa: BLE001 - only a missing ptxas is a reason to skip
-        if "ptxas" in str(e):
-            pytest.skip(f"Triton cannot compile here: {e}")
-        raise
+_compiled = compiled_or_skip
 
 
 def _broadcast(be, n, native):

@@ -24,14 +24,13 @@ on a GPU the ``cuda``-marked tests compare the ops' results with the cpu's.
 
 from __future__ import annotations
 
-import ctypes
-import pathlib
 import struct
 import sys
 
 import numpy as np
 import pytest
 import tensorplay as tp
+from _launch_stand_ins import compiled_or_skip, param_bytes, stand_ins
 
 cupy = pytest.importorskip("cupy", reason="CuPy is not installed")
 tensorplay_cuda = pytest.importorskip("tensorplay_cuda")
@@ -406,43 +405,16 @@ def stubbed():
     """The launch stand-ins (no GPU; no warm-up calls), a fresh one-GPU backend registered for
     cuda while these run, and the recorded launches: (grid, the parameter block's first eight
     8-byte slots)."""
-    if CUDA_OK:
-        pytest.skip("a GPU is present: the stand-ins are for machines without one")
     _needs_triton()
-    from tensorplay_triton import _cupylaunch
     launched = []
 
     def launch_kernel(f, g0, g1, g2, b0, b1, b2, shared, stream, params, extra):
-        slots = (ctypes.c_void_p * _cupylaunch.MAX_PARAMS).from_address(params)
-        raw = b"".join(ctypes.string_at(slots[i], 8) for i in range(8))
-        launched.append(((g0, g1, g2), raw))
-    mp = pytest.MonkeyPatch()
-    mp.syspath_prepend(str(pathlib.Path(__file__).resolve().parents[1] / "benchmarks"))
-    import bench_cuda_host
-    previous = bench_cuda_host.launch_stand_ins(mp.setattr, launch_kernel, 1 << 24)
-    from tensorplay_cuda import _cupy_install
-    mp.setattr(_cupy_install, "setup_problem", lambda: None)
-    handle = None
-    try:
-        be = CUDABackend()
-        be._count = 1
-        handle = tp.backends.register(be)
+        launched.append(((g0, g1, g2), param_bytes(params, 8)))
+    with stand_ins(launch_kernel, 1 << 24, register=True) as be:
         yield be, launched
-    finally:
-        if handle is not None:
-            handle.destroy()
-        cupy.cuda.set_allocator(previous)
-        mp.undo()
 
 
-def _compiled(call):
-    """``call()``, skipped where Triton cannot compile (no ptxas)."""
-    try:
-        return call()
-    except Exception as e:  # noqa: BLE001 - only a missing ptxas is a reason to skip
-        if "ptxas" in str(e):
-            pytest.skip(f"Triton cannot compile here: {e}")
-        raise
+_compiled = compiled_or_skip
 
 
 def _frames(call):
