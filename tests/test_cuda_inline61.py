@@ -577,7 +577,8 @@ def _values(dtype, n, seed):
         return v
     info = np.iinfo(d)
     v = rng.integers(info.min, info.max, n, dtype=d, endpoint=True)
-    v[:6] = [info.min, info.max, 0, 1, -1, info.min + 1]
+    # (an unsigned dtype's -1 is its max)
+    v[:6] = [info.min, info.max, 0, 1, -1 if info.min else info.max - 1, info.min + 1]
     return v
 
 
@@ -610,7 +611,8 @@ def test_the_int_launches_compute_the_cpus_values(op, dtype):
 def _same(got, want):
     assert got.device.type == "cuda" and got.dtype is want.dtype and got.shape == want.shape
     assert got.stride() == want.stride()
-    g, w = got.cpu().numpy(), want.numpy()
+    # (bytes compared row-major: a strided or 0-d array has no byte view of its own)
+    g, w = np.ascontiguousarray(got.cpu().numpy()), np.ascontiguousarray(want.numpy())
     assert np.array_equal(g.view(np.uint8), w.view(np.uint8))
 
 

@@ -14,8 +14,7 @@ from . import _devices
 # The vocabulary of device types (known, foreign, accepted) and the refusal of an unknown
 # spelling live in ``_devices``; these names stay importable from here.
 from ._devices import _FOREIGN_DEVICE_TYPES, accepted_device_types, plugin_device_types  # noqa: F401
-from ._devices import unknown_device_type
-from .errors import DeviceStringError
+from ._devices import DeviceStringError, unknown_device_type
 
 __all__ = ["Device", "canonical", "device"]
 

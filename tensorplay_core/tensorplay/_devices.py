@@ -30,6 +30,18 @@ from __future__ import annotations
 
 import re
 
+
+class DeviceStringError(RuntimeError, ValueError):
+    """A device string ``tensorplay.device`` cannot read (``"CPU"``, ``"cuda:x"``, ``" cpu"``,
+    ``"cpu:01"``, an unknown type such as ``"tpu"``), a negative device index, or an index given
+    both in the string and as ``index``: a ``RuntimeError``, as torch raises for each. Also a
+    ``ValueError``, the type earlier tensorplay releases raised. Public as
+    ``tensorplay.errors.DeviceStringError``; defined here, below every layer that parses a
+    device string."""
+
+    __module__ = "tensorplay.errors"
+
+
 __all__ = [
     "KNOWN_DEVICE_DISTS",
     "KNOWN_TYPES",

@@ -34,6 +34,9 @@ available, and how to fix it.
 
 from __future__ import annotations
 
+# (defined with the device vocabulary, the layer below every one that parses a device string)
+from ._devices import DeviceStringError  # noqa: F401
+
 
 class SchemaError(ValueError):
     """A schema string could not be parsed, or a Python signature cannot be expressed as a schema."""
@@ -49,13 +52,6 @@ class NonFunctionalFormulaError(RuntimeError, ValueError):
     """``register_autograd`` on an op that mutates its inputs (``mutates_args``, ``Tensor(a!)``):
     such an op cannot have a formula (same rule and type as torch.library: ``RuntimeError``).
     Also a ``ValueError``, the type earlier tensorplay releases raised."""
-
-
-class DeviceStringError(RuntimeError, ValueError):
-    """A device string ``tensorplay.device`` cannot read (``"CPU"``, ``"cuda:x"``, ``" cpu"``,
-    ``"cpu:01"``, an unknown type such as ``"tpu"``), a negative device index, or an index given
-    both in the string and as ``index``: a ``RuntimeError``, as torch raises for each. Also a
-    ``ValueError``, the type earlier tensorplay releases raised."""
 
 
 class DispatchError(RuntimeError):
