@@ -451,8 +451,8 @@ def _round_decimals(a, decimals):
 def _rounded_div(a, b, mode):
     """``torch.div`` with a ``rounding_mode``: "floor" is ``floor_divide``'s values with a
     zero gradient (``_div_floor``: floor_divide itself has none, as torch's); "trunc" is the
-    quotient rounded toward zero (floor, plus one where the remainder is nonzero and the
-    operands' signs differ: exact for integers, where ``trunc(a / b)`` through floats is not)."""
+    quotient rounded toward zero (floor, plus one where the remainder is nonzero and the floor
+    quotient is negative: exact for integers, where ``trunc(a / b)`` through floats is not)."""
     if mode == "floor":
         return _O._div_floor(a, b)
     if mode != "trunc":
@@ -461,8 +461,11 @@ def _rounded_div(a, b, mode):
     q = _O._div_floor(a, b)
     if q._dtype.is_floating_point:
         return _O.where(_O.lt(q, 0), _O.ceil(_O.div(a, b)), q)
-    fix = _O.logical_and(_O.ne(_O.remainder(a, b), 0), _O.ne(_O.lt(a, 0), _O.lt(b, 0) if
-                                                          isinstance(b, Tensor) else b < 0))
+    # A nonzero remainder with a negative floor quotient is exactly "the signs differ" of the
+    # operands as converted to the result dtype, which is what torch divides: a number or 0-dim
+    # tensor wraps there (uint8 by -3 divides by 253; int8 by 200 by -56), so the signs of the
+    # unconverted operands (the former test) added one to unsigned quotients that needed none.
+    fix = _O.logical_and(_O.ne(_O.remainder(a, b), 0), _O.lt(q, 0))
     return _O.add(q, _O.to_dtype(fix, q._dtype))
 
 
