@@ -148,7 +148,8 @@ def _const(v, dt):
         v = round_scalar(v, float16)   # as the reference kernel rounds it (through float32)
     with np.errstate(over="ignore"):
         c = dt.type(v)
-    if isinstance(v, int) and int(c) != v:        # an int not exact in dt: rounding may differ
+    if isinstance(v, int) and not (math.isfinite(c) and int(c) == v):
+        # an int not exact in dt (rounding may differ) or past its range (float16's 65504)
         return None
     if isinstance(v, float) and math.isfinite(v) and not math.isfinite(float(c)):
         return None                                # overflows dt
@@ -496,6 +497,10 @@ def _plan_arith(op, args, dt, dt_of, const):
         return None   # NumPy's float16 maximum gives its first operand on a tie: the kernel's order
     if dt == _F16 and op in _COMPOSITE:
         return None   # float16 sigmoid/rsqrt: the kernel computes the steps at float32 (opmath)
+    if op == "pow" and any(a[0] == "const" and not -65504 <= a[1] <= 65504 for a in args):
+        # the reference kernel's exponent rules past float16's range: float32 powers at float64
+        # beyond +-2^24 (an odd integer stays odd), float16 refuses the exponent
+        return None
     ops = _operands(args, dt, dt_of, const)
     if ops is None:
         return None

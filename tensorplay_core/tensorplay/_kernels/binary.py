@@ -9,6 +9,8 @@ rule, which raises torch's own message (``_ops._shapes.check_bool_operands``).
 
 from __future__ import annotations
 
+import math
+
 from .. import _dtype
 from .elementwise import OPS
 
@@ -159,11 +161,36 @@ def _power(c):
                                                      xp.zeros_like(r)))
         return xp.where(neg, at_neg, r)
 
+    F16, F32, F64 = c.F16, c.F32, c.nd(_dtype.float64)
+
+    def wide_exponent(a, e):
+        """``a ** e`` for a float16/float32 ``a`` and a Python number ``e`` outside +-65504 (or
+        NaN), as torch's cpu kernel: float32 takes the exponent as a double -- the weak-scalar
+        rule would round it to float32, where an odd integer past 2^24 becomes even and
+        ``(-1.0) ** 16777217`` lost its sign -- so the power runs at float64 (rounded once to
+        float32); float16 converts it to Half, checked (RuntimeError past +-65504, inf and NaN
+        pass). None where the ordinary path computes torch's value (float64, a float32 exponent
+        within +-2^24, integers)."""
+        dt = a.dtype
+        if dt is F32:
+            if -16777216 <= e <= 16777216:      # exact in float32 (every integer up to 2^24)
+                return None
+            return xp.astype(xp.pow(xp.astype(a, F64), e), F32)
+        if dt is F16 and math.isfinite(e):
+            raise RuntimeError("value cannot be converted to type c10::Half without overflow")
+        return None
+
     def pow(a, b):   # noqa: A001 - the op's name
         if b.__class__ is bool and a.dtype.kind == "b":
             # torch's shortcut (no kernel): x ** True is x, x ** False is ones
             return xp.asarray(a, copy=True) if b else xp.ones_like(a)
-        number = b if b.__class__ is int else None
+        bc = b.__class__
+        number = b if bc is int else None
+        if (bc is int or bc is float) and not -65504 <= b <= 65504:
+            # beyond float16's range (or NaN) only: x ** 2 and the like skip this
+            r = wide_exponent(a, b)
+            if r is not None:
+                return r
         a, b = prep(a, b)
         _bool_kernel(a, "pow")
         if a.dtype.kind in "iu":
