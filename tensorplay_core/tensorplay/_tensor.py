@@ -793,7 +793,10 @@ class Tensor(TensorBase, instance_class=True):
            copy: _bool = False) -> Tensor: ...
     def to(self, *args: Any, **kwargs: Any) -> Tensor:
         """``to(device)``, ``to(dtype)``, ``to(device, dtype)``, ``to(other)``; ``copy=True`` forces
-        a copy. Returns ``self`` when nothing changes (torch semantics). Differentiable."""
+        a copy. Returns ``self`` when nothing changes (torch semantics). Differentiable. A device
+        spelled with an index on a one-device type (``"cpu:0"``, ``"cpu:1"``,
+        ``device("cpu", 0)``) is a copy on that type, as torch's (which compares it with the
+        tensor's unindexed ``cpu`` as another device); ``"cpu"`` returns ``self``."""
         device = kwargs.pop("device", None)
         dtype = kwargs.pop("dtype", None)
         copy = kwargs.pop("copy", False)
@@ -821,9 +824,16 @@ class Tensor(TensorBase, instance_class=True):
         if dtype is not None and _dtype.as_dtype(dtype) is not self._dtype:
             out = _O.to_dtype(out, _dtype.as_dtype(dtype))
         if device is not None:
-            device = _canonical_device(device)   # "cpu:0" is cpu, "cuda" is cuda:0
-            if device is not out._device:
-                out = _O.to_device(out, device)
+            d = _canonical_device(device)   # "cpu:0" is cpu, "cuda" is cuda:0
+            if d is not out._device:
+                out = _O.to_device(out, d)
+            elif d is not device and d.index is None and out is self and (
+                    ":" in device if device.__class__ is str else
+                    device.__class__ is Device and device.index is not None):
+                # torch compares an indexed one-device spelling ("cpu:0", "meta:0") with the
+                # tensor's unindexed device as different: a copy, not self (cuda's index is
+                # filled in first, so "cuda:0" of a cuda:0 tensor stays self)
+                copy = True
         if copy and out is self:
             out = self.clone()
         return out

@@ -286,8 +286,10 @@ def check_fill(api: str, value, dtype):
     """``value`` for a ``full`` of ``dtype``, checked once on the host as torch does: a
     ``TypeError`` (naming ``api`` and ``fill_value``) for a non-number, ``RuntimeError`` ("value
     cannot be converted to type int8 without overflow") when the dtype cannot hold it: nan/inf
-    or out-of-range into integers, finite values beyond float16/bfloat16/float32's range.
-    Negative ints into uint8 wrap (two's complement, as torch). Returns the Python scalar."""
+    or out-of-range into integers (a float's own value, not its truncation: 127.5 into int8
+    and -0.5 into uint8 are refused, 127.9 gives 127), finite values beyond
+    float16/bfloat16/float32's range. Negative ints into uint8 wrap (two's complement, as
+    torch). Returns the Python scalar."""
     c = value.__class__
     if c is not float and c is not int and c is not _builtin_bool:
         value = scalar_value(api, value)
@@ -309,10 +311,9 @@ def check_fill(api: str, value, dtype):
             if is_int:
                 raise _overflow(value, dtype)
             return value
-        if is_int:
-            if not -9.3e18 < value < 9.3e18 or not lo <= int(value) <= hi:
-                raise _overflow(value, dtype)
-            return value
+        # the unrounded value against the range, as torch's checked_convert: 127.5 into int8
+        # and -0.5 into uint8 are refused (truncating first let them through), -0.0 and 127.0
+        # are not; Python compares a float with an int bound exactly
         if not lo <= value <= hi:
             raise _overflow(value, dtype)
         return value
