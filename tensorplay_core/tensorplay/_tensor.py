@@ -945,21 +945,9 @@ class Tensor(TensorBase, instance_class=True):
         laid out (same as torch; ``channels_last`` needs 4 dims, ``channels_last_3d`` 5:
         ``RuntimeError`` otherwise, and for ``preserve_format``)."""
         if memory_format is None:
-            if self.__class__ is not Tensor:
-                # a subclass's own is_contiguous (compile's capture tensors read their sizes
-                # without making the graph size dependent)
-                return self if self.is_contiguous() else _O.clone(self)
-            # is_contiguous's test inline (as torch's contiguous, which calls no Python-level
-            # is_contiguous): a frame less on every copy (q.transpose(1, 2).contiguous())
-            shape, stride = self._shape, self._stride
-            c = _CONTIG.get(shape)
-            if stride is c:
-                return self
-            if c is not None and 1 not in shape and 0 not in shape:
-                # no size-1 dim (any stride) and no empty one: row-major iff the cached
-                # row-major strides, one tuple comparison (0.2 µs less than _row_major's loop)
-                return self if stride == c else _O.clone(self)
-            return self if _row_major(shape, stride) or 0 in shape else _O.clone(self)
+            # (is_contiguous decides: a capture tensor's own reads its sizes without making the
+            # graph size dependent)
+            return self if self.is_contiguous() else _O.clone(self)
         return _contiguous_as(self, memory_format)
 
     def is_contiguous(self, memory_format: Any = None) -> _bool:
@@ -973,7 +961,9 @@ class Tensor(TensorBase, instance_class=True):
             if stride is c:
                 return True
             if c is not None and 1 not in shape and 0 not in shape:
-                return stride == c        # (as contiguous: no size-1 or empty dim)
+                # no size-1 dim (any stride) and no empty one: row-major iff the cached
+                # row-major strides, one tuple comparison (0.2 µs less than _row_major's loop)
+                return stride == c
             return _row_major(shape, stride) or 0 in shape
         return _is_contiguous_as(self, memory_format)
 

@@ -287,7 +287,7 @@ def check_fill(api: str, value, dtype):
     ``TypeError`` (naming ``api`` and ``fill_value``) for a non-number, ``RuntimeError`` ("value
     cannot be converted to type int8 without overflow") when the dtype cannot hold it: nan/inf
     or out-of-range into integers (a float's own value, not its truncation: 127.5 into int8
-    and -0.5 into uint8 are refused, 127.9 gives 127), finite values beyond
+    and -0.5 into uint8 are refused, 126.9 gives 126), finite values beyond
     float16/bfloat16/float32's range. Negative ints into uint8 wrap (two's complement, as
     torch). Returns the Python scalar."""
     c = value.__class__
