@@ -1561,7 +1561,8 @@ class Tensor(TensorBase, instance_class=True):
         """``self / other`` as ``torch.div``: ``rounding_mode=None`` true division (integer
         inputs give the default float dtype); ``"floor"`` rounds down (``floor_divide``);
         ``"trunc"`` rounds toward zero (C's integer division; integer inputs keep an integer
-        dtype). RuntimeError for any other mode."""
+        dtype, and a number or 0-dim divisor is first converted to it, wrapping as torch's:
+        uint8 divided by -3 divides by 253). RuntimeError for any other mode."""
         if rounding_mode is None:
             return _O.div(self, other)
         return _rounded_div(self, other, rounding_mode)

@@ -204,7 +204,10 @@ DOCS = {
     "neg": ("``-input``, elementwise.", "torch.neg"),
     "permute": ("A view with the dimensions reordered as ``dims``.", "torch.permute"),
     "pow": ("``input ** exponent``, elementwise with broadcasting; either may be a Python "
-            "number (``pow(2, t)`` is ``2 ** t``).", "torch.pow"),
+            "number (``pow(2, t)`` is ``2 ** t``). A float32 tensor takes a number exponent "
+            "as a double (an odd integer past 2^24 stays odd: ``(-1.0) ** 16777217`` is -1.0); "
+            "float16 refuses a finite exponent past +-65504 with ``RuntimeError``, as torch's "
+            "cpu kernel.", "torch.pow"),
     "prod": ("Product over ``dim`` (all elements by default).", "torch.prod"),
     "rand": ("Uniform random values in [0, 1) of the given shape.", "torch.rand"),
     "randint": ("Random integers in [``low``, ``high``) of the given shape.", "torch.randint"),
