@@ -288,6 +288,16 @@ class Backend(Protocol):
     #: conformance check (``OPTIONAL``): a backend with its own kernels settles ties itself.
     signed_zero_order = False
 
+    #: Whether the reference kernels compute ``pow`` of a float32/float64/bfloat16 tensor by a
+    #: Python number as torch's cpu kernel does for six exponents: ``x ** 0.5`` is ``sqrt(x)``,
+    #: ``** -0.5`` ``1 / sqrt(x)``, ``** -1`` ``1 / x``, ``** 2`` ``x * x``, ``** 3``
+    #: ``x * x * x`` and ``** -2`` ``1 / (x * x)`` (``(-0.0) ** 0.5`` is ``-0.0``,
+    #: ``(-inf) ** 0.5`` NaN, cubes rounded twice), every other exponent through ``pow``.
+    #: ``True`` (the default): torch's cpu rule. ``False``: ``pow`` for every exponent. Read
+    #: by ``ArrayBackend``'s reference kernels when they are built, never per call; not part of
+    #: the conformance check (``OPTIONAL``).
+    pow_by_number_steps = True
+
 
     def capture_graph(self, fn: Callable[[], Any], device) -> tuple:
         """Record the device work of ``fn()`` as one replayable graph (CUDA graphs), for

@@ -42,7 +42,8 @@ import numpy as np
 import tensorplay
 from tensorplay import _codegen
 from tensorplay._dtype import float16, round_scalar
-from tensorplay._kernels.elementwise import HALF_NUMBER_AT_FLOAT32, NUMBER_LOSES_TIES, OPS
+from tensorplay._kernels.elementwise import (HALF_NUMBER_AT_FLOAT32, NUMBER_LOSES_TIES, OPS,
+                                             POW_BY_NUMBER)
 from tensorplay.backends import generic_fuser
 
 from . import parallel
@@ -364,14 +365,23 @@ class _Body:
                 self._kernel_step(j, s, args)
             else:
                 # buffers whose value dies at this step (may be written by it: ufuncs allow
-                # out=in); a reference-kernel value dying frees nothing (not a buffer)
-                for a in s.args:
-                    if a[0] == "step" and last.get(a[1]) == j:
-                        b = self.loc[a[1]]
-                        if b.startswith("b") and b not in self.pinned:
-                            self.free.setdefault(self.fz.dtypes[a[1]], []).append(b)
+                # out=in); a reference-kernel value dying frees nothing (not a buffer). An
+                # operand a later call of the step reads again (a cube's ``x * x * x``) is
+                # freed only after the step: the first call must not overwrite it.
+                late = {o for call in plans[j][1:] for o in call[1:] if o.__class__ is int}
+                for i, a in enumerate(s.args):
+                    if i not in late:
+                        self._free_if_dead(a, j, last)
                 self._ufunc_step(j, plans[j], args)
+                for i in late:
+                    self._free_if_dead(s.args[i], j, last)
         return self.lines, self.buf_dt
+
+    def _free_if_dead(self, a, j, last):
+        if a[0] == "step" and last.get(a[1]) == j:
+            b = self.loc[a[1]]
+            if b.startswith("b") and b not in self.pinned:
+                self.free.setdefault(self.fz.dtypes[a[1]], []).append(b)
 
     def _kernel_step(self, j, s, args):
         body, loc = self.lines, self.loc
@@ -456,6 +466,16 @@ def _plan_step(s, dt, dt_of, const):
     return None
 
 
+def _expand(steps, x0, dt, const):
+    """A composite's ``steps`` (``elementwise``'s form) as a plan's ufunc calls on the operand
+    ``x0``: ``"x"`` the operand in the first call and the running value after it, ``"x0"`` the
+    operand in any call (``_Body.emit`` keeps its buffer alive through the step), numbers as
+    constants of ``dt``."""
+    return [(call[0], *[x0 if o == "x0" or (o == "x" and not k) else o if o == "x"
+                        else const(dt.type(o)) for o in call[1:]])
+            for k, call in enumerate(steps)]
+
+
 def _int_const(v, dt):
     """A Python int/bool ``v`` as a NumPy scalar of integer or bool dtype ``dt`` when it holds
     ``v`` (a bool takes only bools), else None (the reference kernel wraps it as torch does)."""
@@ -507,16 +527,11 @@ def _plan_arith(op, args, dt, dt_of, const):
     if op in _UNARY:
         return [(_UNARY[op], ops[0])]
     if op in _COMPOSITE:
-        seq = []
-        for k, call in enumerate(_COMPOSITE[op]):
-            opnds = []
-            for o in call[1:]:
-                if o == "x":
-                    opnds.append(ops[0] if k == 0 else "x")
-                else:
-                    opnds.append(const(dt.type(o)))
-            seq.append((call[0], *opnds))
-        return seq
+        return _expand(_COMPOSITE[op], ops[0], dt, const)
+    if op == "pow" and dt != _F16 and args[1][0] == "const" and args[0][0] != "const":
+        steps = POW_BY_NUMBER.get(args[1][1])    # sqrt, reciprocals, products: the kernel's
+        if steps is not None:
+            return _expand(steps, ops[0], dt, const)
     fn, rev = _BINARY[op]
     a, b = ops
     if op in NUMBER_LOSES_TIES and isinstance(b, str) and dt != _F16:

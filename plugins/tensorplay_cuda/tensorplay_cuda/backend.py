@@ -117,6 +117,10 @@ class CUDABackend(lowp.Bfloat16Dtypes, ArrayBackend):
     root_storage = RootStorage
     # torch's cuda kernels order -0.0 below 0.0 on a tie of zeros (clamp, fmax/fmin, relu)
     signed_zero_order = True
+    # torch's cuda kernel takes pow's special exponents too (in every float dtype, float16
+    # included), but this backend's CuPy fuser spells pow by a number as pow(): eager and compiled
+    # keep one rule (pow) until a GPU run checks both with the steps
+    pow_by_number_steps = False
     _lowp_enabled = False      # set by tensorplay._kernels.lowp.enable on first bf16 use
 
     def __init__(self):

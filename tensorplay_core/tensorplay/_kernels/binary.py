@@ -12,7 +12,7 @@ from __future__ import annotations
 import math
 
 from .. import _dtype
-from .elementwise import OPS
+from .elementwise import OPS, POW_BY_NUMBER, compose
 
 
 def bind(c) -> dict:
@@ -180,11 +180,19 @@ def _power(c):
             raise RuntimeError("value cannot be converted to type c10::Half without overflow")
         return None
 
+    # torch's cpu kernel for six number exponents (``elementwise.POW_BY_NUMBER``): sqrt,
+    # reciprocals and products in place of pow, on the dtypes it takes them for (bfloat16 reaches
+    # here as float32: ``lowp``); none where the backend keeps pow (``Backend.pow_by_number_steps``)
+    by_number = ({e: compose(xp, steps) for e, steps in POW_BY_NUMBER.items()}
+                 if c.be.pow_by_number_steps else {})
+    steps_dtypes = (F32, F64)
+
     def pow(a, b):   # noqa: A001 - the op's name
-        if b.__class__ is bool and a.dtype.kind == "b":
+        bc = b.__class__
+        if bc is bool and a.dtype.kind == "b":
             # torch's shortcut (no kernel): x ** True is x, x ** False is ones
             return xp.asarray(a, copy=True) if b else xp.ones_like(a)
-        bc = b.__class__
+        special = by_number.get(b) if bc is float or bc is int else None
         number = b if bc is int else None
         if (bc is int or bc is float) and not -65504 <= b <= 65504:
             # beyond float16's range (or NaN) only: x ** 2 and the like skip this
@@ -192,6 +200,8 @@ def _power(c):
             if r is not None:
                 return r
         a, b = prep(a, b)
+        if special is not None and a.dtype in steps_dtypes:   # (an integer tensor promoted)
+            return special(a)
         _bool_kernel(a, "pow")
         if a.dtype.kind in "iu":
             if number is not None:

@@ -33,7 +33,8 @@ from .. import _dtype
 from .._backend import contiguous_strides_cached
 from .._tensor_base import is_dense  # torch's is_non_overlapping_and_dense (also the overlap rule's)
 
-__all__ = ["CUDA_EAGER", "HALF_NUMBER_AT_FLOAT32", "OPS", "REDUCTIONS", "Pointwise", "Reduction"]
+__all__ = ["CUDA_EAGER", "HALF_NUMBER_AT_FLOAT32", "OPS", "POW_BY_NUMBER", "REDUCTIONS", "Pointwise",
+           "Reduction", "compose"]
 
 
 class Pointwise:
@@ -206,6 +207,45 @@ NUMBER_LOSES_TIES = frozenset({"maximum", "minimum"})
 # float16 (``_dtype.SCALAR_AT_OPMATH``; ``s / t`` is ``t.reciprocal() * s``): no float16 ufunc
 # computes them, the reference kernel does
 HALF_NUMBER_AT_FLOAT32 = _dtype.SCALAR_AT_OPMATH | {"rdiv"}
+
+# ``pow`` of a floating tensor by a Python number, as torch's cpu kernel computes it
+# (``pow_tensor_scalar``) for float32, float64 and bfloat16 (computed at float32 and rounded
+# once): six exponents never reach ``pow``. The steps are ufunc calls as a composite's
+# (``Pointwise.steps``: ``"x"`` the running value, ``"x0"`` the tensor operand in any call,
+# numbers constants). They fix the sign of zeros (``(-0.0) ** 0.5`` is ``-0.0``, ``** -0.5``
+# ``-inf``), ``(-inf) ** 0.5`` (NaN) and the last bit of cubes, where ``pow`` differs -- and
+# NumPy >= 2 takes ``sqrt`` for a broadcast 0.5 by itself, NumPy 1.26 ``pow``: the values must
+# not follow the installed NumPy. float16 and integer tensors keep ``pow`` (torch's too).
+POW_BY_NUMBER = {
+    0.5: (("sqrt", "x"),),
+    -0.5: (("sqrt", "x"), ("divide", 1, "x")),
+    -1: (("divide", 1, "x"),),
+    2: (("multiply", "x", "x"),),
+    3: (("multiply", "x", "x"), ("multiply", "x", "x0")),
+    -2: (("multiply", "x", "x"), ("divide", 1, "x")),
+}
+
+
+def compose(xp, steps):
+    """A function of one array computing ``steps`` (``Pointwise.steps``, ``POW_BY_NUMBER``) with
+    the namespace ``xp``'s functions of the same names; made once per backend, not per call."""
+    calls = [(getattr(xp, fn), tuple(ops)) for fn, *ops in steps]
+    if len(calls) == 1:
+        (f, ops), = calls
+        if ops == ("x",):
+            return f
+        if ops == ("x", "x"):
+            return lambda x0: f(x0, x0)
+        if ops == (1, "x"):
+            return lambda x0: f(1, x0)
+
+    def run(x0):
+        x = x0
+        for k, (f, ops) in enumerate(calls):
+            x = f(*[x0 if o == "x0" or (o == "x" and not k) else x if o == "x" else o
+                    for o in ops])
+        return x
+    return run
 
 
 

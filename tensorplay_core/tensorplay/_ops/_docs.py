@@ -207,7 +207,10 @@ DOCS = {
             "number (``pow(2, t)`` is ``2 ** t``). A float32 tensor takes a number exponent "
             "as a double (an odd integer past 2^24 stays odd: ``(-1.0) ** 16777217`` is -1.0); "
             "float16 refuses a finite exponent past +-65504 with ``RuntimeError``, as torch's "
-            "cpu kernel.", "torch.pow"),
+            "cpu kernel. On cpu, a float32/float64/bfloat16 tensor to the number 0.5, -0.5, "
+            "-1, 2, 3 or -2 is computed as torch's kernel does: ``sqrt(x)``, ``1 / sqrt(x)``, "
+            "``1 / x``, ``x * x``, ``x * x * x``, ``1 / (x * x)`` (so ``(-0.0) ** 0.5`` is "
+            "-0.0 and ``(-inf) ** 0.5`` NaN, where ``pow`` gives 0.0 and inf).", "torch.pow"),
     "prod": ("Product over ``dim`` (all elements by default).", "torch.prod"),
     "rand": ("Uniform random values in [0, 1) of the given shape.", "torch.rand"),
     "randint": ("Random integers in [``low``, ``high``) of the given shape.", "torch.randint"),
