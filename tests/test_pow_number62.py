@@ -20,8 +20,8 @@ import tensorplay as tp
 
 VALUES = [3.1, -0.0, -math.inf, 0.0, math.nan, 1e-30, 6.25, 1e20, -2.5, math.inf, 0.1, 1e-40]
 EXPONENTS = [0.5, -0.5, -1, 2, 3, -2, -1.0, 2.0]
-# (the float exponents -1.0 and 2.0 find the entries of -1 and 2: torch gives the same values)
 DTYPES = {"float32": tp.float32, "float64": tp.float64, "bfloat16": tp.bfloat16}
+# (the float exponents -1.0 and 2.0 find the entries of -1 and 2: torch gives the same values)
 TORCH = {
     ("float32", 0.5):
         "1.7606816291809082 -0.0 nan 0.0 nan 1.0000000036274937e-15 "
