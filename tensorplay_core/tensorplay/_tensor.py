@@ -310,6 +310,16 @@ def _uniform_like(t):
     return _O.rand(list(t._shape), dtype=_draw_dtype(t), device=t._device)
 
 
+
+def _check_fill_tensor(api, value, dtype):
+    """A 0-dim tensor ``value`` of ``masked_fill``/``index_fill`` (``api``) checked against
+    ``dtype`` as its number (``RuntimeError`` "value cannot be converted to type int8 without
+    overflow"): torch's kernels read ``value.item()`` and convert it checked, where a copy
+    (``fill_``, ``x[i] = t``) wraps. A fake or captured value (no number known here), or one
+    with dimensions (the op's own error), is left to the kernel."""
+    if not value._shape and value.native is not None and value.capture_info is None:
+        _check_fill(api, value.item(), dtype)
+
 def _index_vector(api, index):
     """``index`` of ``index_fill_``/``index_copy_``: a 0-D or 1-D int64 tensor, as 1-D (torch's
     dtype rule of ``api``, ``INDEX_RULES``, first)."""
@@ -1080,11 +1090,14 @@ class Tensor(TensorBase, instance_class=True):
 
     def masked_fill_(self, mask: Tensor, value: _TensorOrScalar) -> Tensor:
         """Write ``value`` (number or 0-dim tensor) where ``mask`` (bool, broadcastable) is True;
-        an expanded ``self`` (stride 0, size > 1) is written too, as torch's. A number follows
-        ``fill_``'s rule (RuntimeError when the dtype cannot hold it; a negative int into uint8
+        an expanded ``self`` (stride 0, size > 1) is written too, as torch's. A number, and a
+        0-dim tensor as its number, follows ``fill_``'s rule (RuntimeError when the dtype cannot
+        hold it: ``int8.masked_fill_(m, tensor(300))`` raises; a negative int into uint8
         wraps)."""
         if value.__class__ is not Tensor:
             value = _check_fill("masked_fill_", value, self._dtype)
+        else:
+            _check_fill_tensor("masked_fill_", value, self._dtype)
         if 0 in self._stride and _expanded(self):
             _warn_expanded_put(2, "masked_fill_")      # (torch's deprecation warning)
         return _O.masked_fill_(self, mask, value)
@@ -1100,6 +1113,8 @@ class Tensor(TensorBase, instance_class=True):
                 base = self.expand(*shape)    # (a mask wider than self: NumPy's error before)
         if value.__class__ is not Tensor:
             value = _check_fill("masked_fill", value, self._dtype)
+        else:
+            _check_fill_tensor("masked_fill", value, self._dtype)
         return _O.masked_fill_(_O.clone(base), mask, value)
 
     def index_add(self, dim: _int, index: Tensor, source: Tensor, *,
@@ -3267,11 +3282,13 @@ class Tensor(TensorBase, instance_class=True):
     def index_fill_(self, dim: _int, index: Tensor, value: _TensorOrScalar) -> Tensor:
         """Write ``value`` (a number or 0-dim tensor) at the positions ``index`` (0-D or 1-D
         int64) of ``dim``; returns ``self``; an expanded ``self`` is written too (same as
-        ``torch.Tensor.index_fill_``)."""
+        ``torch.Tensor.index_fill_``). ``RuntimeError`` when ``self``'s dtype cannot hold the
+        value (a 0-dim tensor checked as its number: ``tensor(300)`` into int8)."""
         if isinstance(value, Tensor):
             if value._shape:
                 raise RuntimeError(f"index_fill_ only supports a 0-dimensional value tensor, but "
                                    f"got tensor with {value.ndim} dimension(s).")
+            _check_fill_tensor("index_fill_", value, self._dtype)
         else:
             value = _check_fill("index_fill_", value, self._dtype)
         vec = _index_vector("index_fill_", index)
