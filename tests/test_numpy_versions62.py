@@ -99,3 +99,42 @@ def test_bfloat16_searchsorted_nan():
     v = tp.tensor([nan, inf, -inf, 1.0], dtype=tp.bfloat16)
     assert tp.searchsorted(s, v).tolist() == [4, 3, 0, 2]                 # torch 2.13
     assert tp.searchsorted(s, v, right=True).tolist() == [4, 4, 0, 2]     # torch 2.13
+
+
+# -- float64 / int64 to bfloat16: through float32 (rounded twice), as torch -------------------
+# 1 + 2**-8 + 2**-30 rounds to float32's 1 + 2**-8, a tie that bf16 rounds to even (1.0);
+# rounded once it is 1.0078125 (ml_dtypes 0.7's float64 -> bf16 cast). 2**31 + 2**23 + 1 alike.
+V = 1 + 2**-8 + 2**-30
+IV = 2**31 + 2**23 + 1
+
+
+def test_python_float_to_bfloat16():
+    assert tp.tensor(V, dtype=tp.bfloat16).item() == 1.0                        # torch 2.13
+    assert tp.tensor([V, -V, IV], dtype=tp.bfloat16).tolist() == [1.0, -1.0, 2**31]
+    # Python ints beyond int64 read as doubles (ml_dtypes 0.5 refused them: TypeError)
+    assert tp.tensor([2**64, 2**70], dtype=tp.bfloat16).tolist() == [
+        1.8446744073709552e+19, 1.1805916207174113e+21]                            # torch 2.13
+
+
+def test_float64_and_int64_to_bfloat16():
+    assert tp.tensor([V, -V], dtype=tp.float64).to(tp.bfloat16).tolist() == [1.0, -1.0]
+    x = tp.tensor([IV, 2**62 + 2**55 + 1], dtype=tp.int64)
+    assert x.to(tp.bfloat16).tolist() == [2147483648.0, 4.647714815446352e+18]   # torch 2.13
+    # compiled (the cpu fuser's loop, >= 40000 elements)
+    f = tp.compile(lambda t: (t * 1.0).to(tp.bfloat16))
+    big = tp.tensor([V, -V, 0.5, -0.0] * 10000, dtype=tp.float64)
+    assert f(big)[:4].tolist() == [1.0, -1.0, 0.5, -0.0]
+
+
+def test_fill_and_copy_into_bfloat16():
+    x = tp.zeros(2, dtype=tp.bfloat16)
+    assert x.fill_(V).tolist() == [1.0, 1.0]                                     # torch 2.13
+    assert x.copy_(tp.tensor([V, -V], dtype=tp.float64)).tolist() == [1.0, -1.0]
+    x[0] = V
+    assert x.tolist() == [1.0, -1.0]
+
+
+def test_bfloat16_op_with_float64_zero_dim():
+    # fmod's operands are converted to the common dtype (bf16) first: V becomes 1.0 (torch 2.13)
+    r = tp.fmod(tp.tensor([3.0], dtype=tp.bfloat16), tp.tensor(V, dtype=tp.float64))
+    assert r.tolist() == [0.0]

@@ -178,6 +178,33 @@ def int_host_array(np, obj, nd):
     return np.array(_int_number(obj, nd, lo, hi), dtype=nd)
 
 
+def wide_for_bf16(dt) -> bool:
+    """Whether NumPy dtype ``dt`` goes through float32 on its way to bfloat16 (float64 and the
+    integers of 32 bits or more: float32 or narrower convert exactly once)."""
+    k = dt.kind
+    return k in "iu" and dt.itemsize >= 4 or k == "f" and dt.itemsize > 4
+
+
+def bf16_host_array(np, obj, nd):
+    """A NumPy array of bfloat16 (``nd``, ml_dtypes') from ``obj``: Python numbers or nested
+    lists (read as doubles, as torch reads them) or a NumPy array, each value converted as torch
+    converts to bfloat16: a double or a wide integer to float32 first (to nearest, ties to
+    even), then to bf16. ml_dtypes 0.7 rounds a double to bf16 once, 0.5 through float32
+    (``1 + 2**-8 + 2**-30``: 1.0078125 against torch's 1.0), and 0.5 refuses Python ints beyond
+    int64. Out-of-range values become +-inf without a warning, as in torch."""
+    c = obj.__class__
+    if c is float or c is int:
+        return np.array(_dtype.round_scalar(obj, _dtype.bfloat16), dtype=nd)   # (exact)
+    dt = getattr(obj, "dtype", None)
+    if dt is None:
+        obj = np.array(obj, dtype=np.float64)
+        dt = obj.dtype
+    if wide_for_bf16(dt):
+        with np.errstate(over="ignore"):
+            obj = obj.astype(np.float32)
+    return obj.astype(nd)       # (a fresh array)
+
+
 # ArrayBackend.scatter_add: slices this long or longer go by rounds of fancy-indexed adds, up
 # to this many repeats of one index (below: NumPy's add.at, fast for single elements)
 _AT_ROW = 16
@@ -317,6 +344,9 @@ class ArrayBackend(Backend):
             # which raises or wraps by its version)
             import numpy
             obj = int_host_array(numpy, obj, nd)
+        elif nd is not None and nd.kind == "V" and getattr(obj, "dtype", None) != nd:
+            import numpy      # bfloat16 through float32, as torch (host data, on the host)
+            obj = bf16_host_array(numpy, obj, nd)
         return self.np.array(obj, dtype=nd, copy=True)
 
     def to_host(self, arr):

@@ -177,13 +177,7 @@ def _copies(c):
         return xp.asarray(x, copy=True)
 
     def to_dtype(x, dtype):
-        n = nd(dtype)
-        if x.dtype.kind == "V" and n.kind in "iu":
-            # bfloat16 (ml_dtypes' 'V' kind) to an integer dtype goes through float32 (exact),
-            # as torch's conversion: ml_dtypes' own cast gives NaN/inf/out-of-range values
-            # as 0 since 0.7 and float32's conversion before (the installed version decided)
-            x = xp.astype(x, nd(_dtype.float32))
-        return xp.astype(x, n)
+        return xp.astype(x, nd(dtype))
 
     def copy_(dst, src):
         # (src may reach the kernel as a Python number: a 0-dim source the adapter unwrapped)
