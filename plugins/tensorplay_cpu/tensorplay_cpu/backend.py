@@ -22,6 +22,7 @@ from operator import mul as _mul
 import numpy as np
 
 from tensorplay._kernels import lowp
+from tensorplay._kernels.array_backend import PY_DATA as _PY_DATA, bf16_host_array, int_host_array
 from tensorplay.backends import ArrayBackend
 
 
@@ -226,6 +227,12 @@ class CPUBackend(lowp.Bfloat16Dtypes, ArrayBackend):
 
     def from_host(self, obj, dtype, device):
         nd = self.native_dtype(dtype) if dtype is not None else None
+        if nd is not None and obj.__class__ in _PY_DATA and nd.kind in "iu":
+            # Python numbers into an integer dtype: torch's checked conversion (NumPy's own
+            # raises or wraps by its version)
+            return int_host_array(np, obj, nd)
+        if nd is not None and nd.kind == "V" and getattr(obj, "dtype", None) != nd:
+            return bf16_host_array(np, obj, nd)      # bfloat16 through float32, as torch
         return np.array(obj, dtype=nd, copy=True)
 
     def to_host(self, arr):

@@ -39,6 +39,7 @@ from tensorplay import device as Device
 from tensorplay._backend import _CONTIG_CACHE, contiguous_strides_cached
 from tensorplay.backends import ArrayBackend, Storage, device_finder, new_tensor
 from tensorplay._kernels import lowp
+from tensorplay._kernels.array_backend import PY_DATA as _PY_DATA, int_host_array
 from tensorplay.errors import DeviceUnavailableError, DispatchError
 
 from . import bcast as _bcast
@@ -603,6 +604,10 @@ class CUDABackend(lowp.Bfloat16Dtypes, ArrayBackend):
         nd = self.native_dtype(dtype) if dtype is not None else None
         if numpy is not None and isinstance(obj, numpy.ndarray) and not obj.flags.c_contiguous:
             obj = numpy.ascontiguousarray(obj)
+        elif nd is not None and obj.__class__ in _PY_DATA and nd.kind in "iu":
+            # Python numbers into an integer dtype: torch's checked conversion on the host
+            # (CuPy reads lists through NumPy, whose own conversion raises or wraps by version)
+            obj = int_host_array(numpy, obj, nd)
         with self.device_guard(device):
             return cupy.array(obj, dtype=nd, copy=True)
 

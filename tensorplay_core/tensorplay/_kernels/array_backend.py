@@ -93,6 +93,118 @@ def _plan(shape, st):
     return st, tuple(order), tuple(inv)
 
 
+def _int_overflow(value, nd):
+    return RuntimeError(f"value cannot be converted to type {nd.name} without overflow (got "
+                        f"{value!r}); pick a dtype that holds it or a value in range")
+
+
+def _int_number(v, nd, lo, hi):
+    """Python number ``v`` for integer dtype ``nd`` (range ``lo``..``hi``) as torch converts it
+    (``_int_overflow`` when it cannot); other objects unchanged."""
+    c = v.__class__
+    if c is int:
+        if lo <= v <= hi:
+            return v
+        if lo == 0 and -hi <= v < 0:       # a negative int into an unsigned dtype wraps
+            return v & hi
+        raise _int_overflow(v, nd)
+    if c is float:
+        # the float's own value against the range (127.5 into int8, -0.5 into uint8 refused;
+        # NaN fails both comparisons); Python compares a float with an int bound exactly
+        if not lo <= v <= hi:
+            raise _int_overflow(v, nd)
+        return v
+    if isinstance(v, (list, tuple)):
+        return [_int_number(x, nd, lo, hi) for x in v]
+    return v
+
+
+#: the classes of Python data ``from_host`` checks for an integer dtype (numbers, nested lists)
+PY_DATA = frozenset({list, tuple, int, float})
+_INT_BOUNDS: dict = {}     # integer NumPy dtype -> (lowest, highest) as Python ints
+
+
+def int_host_array(np, obj, nd):
+    """A NumPy array of integer dtype ``nd`` from ``obj`` (a Python number or nested
+    lists/tuples of them), each number converted as torch converts one into an integer tensor:
+    ``RuntimeError`` ("value cannot be converted to type int8 without overflow") for NaN, inf
+    and values out of ``nd``'s range, a float judged by its own value (127.5 into int8 and -0.5
+    into uint8 are refused, 127.9 into uint8 is 127), a negative int into an unsigned dtype
+    wraps (-1 into uint8 is 255). ``np``: the numpy module.
+
+    NumPy's ``array(obj, dtype=int8)`` follows the installed version: 2.x raises its own
+    ``OverflowError`` for 300, 1.26 wraps it to 44 with a ``DeprecationWarning`` and wraps the
+    float 65504.0 silently. Here NumPy reads the numbers at its own dtype (int64, float64, bool)
+    and the range is checked on that array; ints beyond 64 bits, and floats mixed with ints
+    that float64 would round, take the exact per-number path."""
+    b = _INT_BOUNDS.get(nd)
+    if b is None:
+        info = np.iinfo(nd)
+        b = _INT_BOUNDS[nd] = (int(info.min), int(info.max))
+    lo, hi = b
+    c = obj.__class__
+    if c is int or c is float:
+        return np.array(_int_number(obj, nd, lo, hi), dtype=nd)
+    try:
+        wide = np.array(obj)
+    except (ValueError, TypeError, OverflowError):
+        return np.array(obj, dtype=nd, copy=True)   # (ragged data: NumPy's error, as before)
+    wd = wide.dtype
+    if wd == nd:
+        return wide           # int64 read as int64: every number fits (a fresh array already)
+    k = wd.kind
+    if k == "b" or not wide.size:
+        return wide.astype(nd)
+    if k in "iu":
+        if wide.ndim == 1 and wide.size <= 32:
+            mn, mx = int(min(obj)), int(max(obj))    # (a few ints: no NumPy reductions)
+        else:
+            mn, mx = int(wide.min()), int(wide.max())
+        if lo <= mn and mx <= hi or lo == 0 and -hi <= mn and mx <= hi:
+            return wide.astype(nd)        # (negatives into an unsigned dtype wrap, as torch)
+        bad = (wide < lo) | (wide > hi)
+        if lo == 0:
+            bad &= ~((wide < 0) & (wide >= -hi))
+        raise _int_overflow(wide[bad].flat[0].item(), nd)
+    if k == "f":
+        hi_f = float(hi)                  # int64's 2**63 - 1 reads 2**63: refused from there
+        over = wide >= hi_f if hi_f != hi else wide > hi_f
+        bad = ~np.isfinite(wide) | (wide < lo) | over
+        if bad.any():
+            raise _int_overflow(wide[bad].flat[0].item(), nd)
+        if nd.itemsize < 8 or float(np.abs(wide).max()) < 2.0 ** 53:
+            return wide.astype(nd)
+    # ints beyond 64 bits, objects NumPy cannot type, large ints rounded by a float64 read
+    return np.array(_int_number(obj, nd, lo, hi), dtype=nd)
+
+
+def wide_for_bf16(dt) -> bool:
+    """Whether NumPy dtype ``dt`` goes through float32 on its way to bfloat16 (float64 and the
+    integers of 32 bits or more: float32 or narrower convert exactly once)."""
+    k = dt.kind
+    return k in "iu" and dt.itemsize >= 4 or k == "f" and dt.itemsize > 4
+
+
+def bf16_host_array(np, obj, nd):
+    """A NumPy array of bfloat16 (``nd``, ml_dtypes') from ``obj``: Python numbers or nested
+    lists (read as doubles, as torch reads them) or a NumPy array, each value converted as torch
+    converts to bfloat16: a double or a wide integer to float32 first (to nearest, ties to
+    even), then to bf16. ml_dtypes 0.7 rounds a double to bf16 once, 0.5 through float32
+    (``1 + 2**-8 + 2**-30``: 1.0078125 against torch's 1.0), and 0.5 refuses Python ints beyond
+    int64. Out-of-range values become +-inf without a warning, as in torch."""
+    c = obj.__class__
+    if c is float or c is int:
+        return np.array(_dtype.round_scalar(obj, _dtype.bfloat16), dtype=nd)   # (exact)
+    dt = getattr(obj, "dtype", None)
+    if dt is None:
+        obj = np.array(obj, dtype=np.float64)
+        dt = obj.dtype
+    if wide_for_bf16(dt):
+        with np.errstate(over="ignore"):
+            obj = obj.astype(np.float32)
+    return obj.astype(nd)       # (a fresh array)
+
+
 # ArrayBackend.scatter_add: slices this long or longer go by rounds of fancy-indexed adds, up
 # to this many repeats of one index (below: NumPy's add.at, fast for single elements)
 _AT_ROW = 16
@@ -226,6 +338,15 @@ class ArrayBackend(Backend):
     def from_host(self, obj, dtype, device):
         """Native array from a nested list, scalar or host (numpy) array, of ``dtype`` if given."""
         nd = self.native_dtype(dtype) if dtype is not None else None
+        if nd is not None and obj.__class__ in PY_DATA and nd.kind in "iu":
+            # Python numbers into an integer dtype: torch's checked conversion, on the host
+            # (the numbers are there; a device module's own conversion goes through NumPy's,
+            # which raises or wraps by its version)
+            import numpy
+            obj = int_host_array(numpy, obj, nd)
+        elif nd is not None and nd.kind == "V" and getattr(obj, "dtype", None) != nd:
+            import numpy      # bfloat16 through float32, as torch (host data, on the host)
+            obj = bf16_host_array(numpy, obj, nd)
         return self.np.array(obj, dtype=nd, copy=True)
 
     def to_host(self, arr):

@@ -37,6 +37,9 @@ COMPUTE = frozenset({
     "lgamma", "digamma", "polygamma", "mvlgamma", "erfc", "erfcx", "erfinv", "ndtri", "i0",
     "i0e", "i1", "i1e", "sinc", "xlog1py", "heaviside", "ldexp", "frexp",
     "_norm_root",   # session 48
+    # sorted in float32 as sort/argsort: ml_dtypes' own bf16 sort (0.5, the minimum) does not
+    # order NaN, so topk missed the largest values and searchsorted misplaced NaN/inf
+    "topk", "searchsorted",
 })
 # (logit: its kernel takes bfloat16 itself -- torch rounds each of its steps, _kernels/special)
 
@@ -86,14 +89,18 @@ def wrap_kernels(kernels: dict, backend) -> dict:
             elif xd.kind == "b":
                 pass    # bool stays bool: the kernel's own refusals (bool - bf16) see it
             elif not (i and keep_b and x.size == 1):
-                x = x.astype(BF).astype(F32)
+                x = rnd(x)
             out.append(x)
         return out
 
     np_mod = backend.np
 
     def rnd(x):
-        """A float32 array rounded to bf16, as float32."""
+        """An array rounded to bf16, as float32: a float64 or integer array through float32
+        first (rounded twice, as torch converts to bf16; ml_dtypes 0.7 rounds a double once)."""
+        if x.dtype != F32 and x.dtype.itemsize >= 4:
+            with np_mod.errstate(over="ignore"):
+                x = x.astype(F32)
         return x.astype(BF).astype(F32)
 
     def common(x):
@@ -206,11 +213,69 @@ def wrap_kernels(kernels: dict, backend) -> dict:
         kernel.__wrapped__ = orig
         out[name] = kernel
 
+    plain_cast = kernels.get("to_dtype")
+    if plain_cast is not None:
+        from .array_backend import wide_for_bf16
+        errstate = getattr(np_mod, "errstate", None)
+
+        def to_dtype(x, dtype):
+            # torch converts to and from bf16 through float32; ml_dtypes' own casts follow its
+            # version: since 0.7 bf16 NaN/inf/out-of-range to an integer dtype gives 0 (float32's
+            # conversion gives INT_MIN for int32, as torch) and a float64/int64 rounds to bf16
+            # once (1 + 2**-8 + 2**-30: 1.0078125, torch 1.0), 0.5 went through float32
+            # (identity tests: ml_dtypes' bf16 dtype is one object; ``==`` costs ~0.1 µs)
+            if dtype is bf16:
+                if wide_for_bf16(x.dtype):
+                    if errstate is None:
+                        x = x.astype(F32)
+                    else:
+                        with errstate(over="ignore"):
+                            x = x.astype(F32)
+            elif x.dtype is BF and dtype._kind == "i":
+                x = x.astype(F32)
+            return plain_cast(x, dtype)
+        to_dtype.__wrapped__ = plain_cast
+        out["to_dtype"] = to_dtype
+
     inplace("add_", out.get("add"))
     inplace("mul_", out.get("mul"))
     inplace("sub_", out.get("sub"))
     inplace("div_", out.get("div"))
     return out
+
+
+def _bf16_assign(backend):
+    """``backend.assign`` (``dst[...] = src``) converting into a bfloat16 ``dst`` as torch does:
+    a Python number, or a float64 / 32- or 64-bit integer source, through float32 (rounded
+    twice). ml_dtypes 0.7 rounds a double to bf16 once (``fill_(1 + 2**-8 + 2**-30)`` gave
+    1.0078125, torch 1.0), 0.5 through float32. Installed by ``enable``: programs without bf16
+    keep the plain method."""
+    from .. import _dtype
+    from .array_backend import wide_for_bf16
+    plain = backend.assign
+    f32 = backend.native_dtype(_dtype.float32)
+    bf16 = _dtype.bfloat16
+    round_scalar = _dtype.round_scalar
+    quiet = backend.np.errstate if hasattr(backend.np, "errstate") else None
+
+    bfd = backend.native_dtype(bf16)      # (one dtype object: an identity test per call)
+
+    def assign(dst, src):
+        if dst.dtype is bfd:
+            c = src.__class__
+            if c is float or c is int:
+                src = round_scalar(src, bf16)          # (a double that bf16 holds exactly)
+            else:
+                sd = getattr(src, "dtype", None)
+                if sd is not None and sd is not bfd and wide_for_bf16(sd):
+                    if quiet is None:
+                        src = src.astype(f32)
+                    else:
+                        with quiet(over="ignore"):     # (out of range: inf, as torch, quietly)
+                            src = src.astype(f32)
+        return plain(dst, src)
+    assign.__wrapped__ = plain
+    return assign
 
 
 def enable(backend) -> None:
@@ -225,6 +290,7 @@ def enable(backend) -> None:
         if backend._lowp_enabled:
             return
         backend._lowp_enabled = True
+        backend.assign = _bf16_assign(backend)
         # the backend's kernels() builds the table again, now through wrap_kernels (a backend
         # may layer its own fast paths over it, so the rebuild is its job, not a wrap here)
         backend._kernels = None
