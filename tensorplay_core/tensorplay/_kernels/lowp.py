@@ -260,20 +260,32 @@ def _bf16_assign(backend):
 
     bfd = backend.native_dtype(bf16)      # (one dtype object: an identity test per call)
 
-    def assign(dst, src):
-        if dst.dtype is bfd:
-            c = src.__class__
-            if c is float or c is int:
-                src = round_scalar(src, bf16)          # (a double that bf16 holds exactly)
-            else:
-                sd = getattr(src, "dtype", None)
-                if sd is not None and sd is not bfd and wide_for_bf16(sd):
-                    if quiet is None:
-                        src = src.astype(f32)
-                    else:
-                        with quiet(over="ignore"):     # (out of range: inf, as torch, quietly)
-                            src = src.astype(f32)
-        return plain(dst, src)
+    def convert(src):
+        """``src`` as a bf16 destination takes it: a number, or a wide array through float32."""
+        c = src.__class__
+        if c is float or c is int:
+            return round_scalar(src, bf16)          # (a double that bf16 holds exactly)
+        sd = getattr(src, "dtype", None)
+        if sd is not None and sd is not bfd and wide_for_bf16(sd):
+            if quiet is None:
+                return src.astype(f32)
+            with quiet(over="ignore"):     # (out of range: inf, as torch, quietly)
+                return src.astype(f32)
+        return src
+
+    from .array_backend import ArrayBackend
+    if getattr(type(backend), "assign", None) is ArrayBackend.assign:
+        # the plain method is ``dst[...] = src``, written here: every copy_/fill_/setitem passes
+        # here once bf16 is in use, one frame rather than two
+        def assign(dst, src):
+            if dst.dtype is bfd:
+                src = convert(src)
+            dst[...] = src
+    else:
+        def assign(dst, src):
+            if dst.dtype is bfd:
+                src = convert(src)
+            return plain(dst, src)
     assign.__wrapped__ = plain
     return assign
 
