@@ -74,3 +74,16 @@ def test_compiled_with_a_tensor_value():
         return x.masked_fill(x > 0, v) * 1
     x = tp.tensor([1, -1, 2], dtype=tp.int8)
     assert tp.compile(f)(x, tp.tensor(5)).tolist() == [5, -1, 5]
+
+
+def test_negative_zero_into_bool():
+    # -0.0 is False in torch; the kernels' -0.0 path (made as -(0.0) for CuPy's memset) took
+    # NumPy's boolean negative, a TypeError that leaked to the user
+    b = tp.tensor([True, False])
+    m = tp.tensor([True, True])
+    assert b.masked_fill(m, -0.0).tolist() == [False, False]
+    assert b.clone().masked_fill_(m, -0.0).tolist() == [False, False]
+    assert b.index_fill(0, tp.tensor([0]), -0.0).tolist() == [False, False]
+    assert tp.where(m, b, False).tolist() == [True, False]
+    x = tp.tensor([1, 2], dtype=tp.int8)
+    assert x.masked_fill(m, -0.0).tolist() == [0, 0]

@@ -128,8 +128,10 @@ def _make_scalar_array(xp):
     def scalar_array(v, dt):
         """``xp.asarray(v, dtype=dt)`` of a Python number ``v`` with -0.0 kept: CuPy writes a
         zero scalar by a memset, which made -0.0 0.0 (``clamp(x, max=-0.0)``, ``atan2(y, -0.0)``
-        and ``where(m, x, -0.0)`` on cuda; an H100, 2026-12-07). -0.0 is made as -(0.0)."""
-        if v == 0 and v.__class__ is float and math.copysign(1.0, v) < 0:
+        and ``where(m, x, -0.0)`` on cuda; an H100, 2026-12-07). -0.0 is made as -(0.0), for
+        a floating ``dt`` only (a bool has no negative: -0.0 is False there, 0 in integers)."""
+        if (v == 0 and v.__class__ is float and math.copysign(1.0, v) < 0
+                and getattr(dt, "kind", "f") not in "biu"):
             return neg(xp.asarray(0.0, dtype=dt))
         return xp.asarray(v, dtype=dt)
     return scalar_array
