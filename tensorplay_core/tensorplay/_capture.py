@@ -29,6 +29,7 @@ normal dispatch.
 from __future__ import annotations
 
 import contextlib
+import re
 import threading
 from weakref import ref as _weakref
 
@@ -511,17 +512,38 @@ def _mark_size_read():
         c.graph.size_dependent = True
 
 
+def dynamic_names(text: str) -> str:
+    """``text`` with every placeholder of a data-dependent size (``new_dynamic_size``) written
+    as torch names unbacked sizes, ``u0``, ``u1``...: no message shows the placeholder ints."""
+    return _PLACEHOLDER.sub(lambda m: f"u{int(m.group()) - DYNAMIC_SIZE_BASE}"
+                            if int(m.group()) >= DYNAMIC_SIZE_BASE else m.group(), text)
+
+
+_PLACEHOLDER = re.compile(r"\d{19,}")    # (DYNAMIC_SIZE_BASE = 2**62 has 19 digits)
+
+
+def _dynamic_break(why: str) -> DataDependentGraphBreak:
+    """A graph break for a data-dependent size (made by an op's fake kernel with
+    ``get_ctx().new_dynamic_size()``) needed as a number while capturing: without
+    ``fullgraph=True`` the function runs eagerly, as torch.compile breaks the graph there."""
+    err = DataDependentGraphBreak(dynamic_names(
+        f"tensorplay.compile: {why}; a data-dependent size (the number of nonzero or selected "
+        f"elements, of unique values: an op's fake kernel made it with get_ctx()."
+        f"new_dynamic_size()) is known only when the op runs (a graph break, so without "
+        f"fullgraph=True the function runs eagerly). To keep it in the graph, keep the code that "
+        f"reads it (x.shape[i], x.size(), x.numel(), len(...)) outside the compiled function, "
+        f"or use ops that take the tensor itself"))
+    c = active()
+    if c is not None and c.data_read is None:
+        c.data_read = err     # checked when the function returns: it may catch the error
+    return err
+
+
 def _dynamic_read(sizes):
-    """A data-dependent size (``get_ctx().new_dynamic_size()`` in an op's fake kernel) was read
-    as a Python value while capturing: its real value exists only when the op runs."""
-    shown = ", ".join(f"u{n - DYNAMIC_SIZE_BASE}" if n >= DYNAMIC_SIZE_BASE else str(n)
-                      for n in tuple.__iter__(sizes))
-    raise CompileError(
-        f"tensorplay.compile: a size in ({shown}) is data-dependent (an op's fake kernel made it with get_ctx().new_dynamic_size(), e.g. "
-        f"the number of nonzero elements) and was read as a Python value while capturing; its "
-        f"value exists only when the op runs. Keep the code that reads it (x.shape[i], x.size(), "
-        f"x.numel(), len(...)) outside the compiled function, or use ops that take the tensor "
-        f"itself")
+    """A data-dependent size was read as a Python value while capturing: its real value exists
+    only when the op runs (a graph break)."""
+    shown = ", ".join(str(n) for n in tuple.__iter__(sizes))
+    raise _dynamic_break(f"a size in ({shown}) was read as a Python value while capturing")
 
 
 class SizeTuple(tuple):
@@ -1174,6 +1196,12 @@ def record_call(op, args, kwargs):
     finally:
         mst.mode = prev_mode
     if failed is not None:
+        if not isinstance(failed, (CompileError, TypeError)) and _has_dynamic_size(fargs, fkwargs):
+            # a shape rule refusing data-dependent sizes (two of them, or one against a static
+            # size, where it cannot assume they match): whether eager refuses depends on the
+            # values, so the function runs eagerly (eager's error, if any, is then raised)
+            raise _dynamic_break(f"{op.name} cannot state its output from data-dependent input "
+                                 f"sizes ({type(failed).__name__}: {failed})") from None
         if numbers and failed is ctx.data_read:
             # the shape rule read the values of a capture tensor passed as a number (compared
             # it, converted it): what the user wrote is a tensor used as that number
@@ -1254,6 +1282,14 @@ def record_call(op, args, kwargs):
         wrap = None     # noqa: F841
     node.result = res
     return ret
+
+
+def _has_dynamic_size(fargs, fkwargs) -> bool:
+    """Whether a fake argument of an op has a data-dependent dimension (error path only)."""
+    for t in _pytree.tree_leaves(fkwargs, Tensor, _pytree.tree_leaves(list(fargs), Tensor)):
+        if isinstance(t, Tensor) and any(n >= DYNAMIC_SIZE_BASE for n in tuple.__iter__(t._shape)):
+            return True
+    return False
 
 
 def _gain_history(v, node, t) -> None:
