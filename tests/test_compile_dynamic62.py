@@ -110,6 +110,19 @@ def test_masked_select_keeps_eager_errors_under_compile():
     assert str(compiled.value) == str(eager.value)
 
 
+@pytest.mark.parametrize("fn", [lambda x: x[x > 0].sum(dim=3),
+                                lambda x: tp.cat([x[x > 0], x.int()]) + "a"])
+def test_errors_not_decided_by_the_size_stay_eagers(fn):
+    x = tp.tensor(_XS[0])
+    with pytest.raises(Exception) as eager:
+        fn(x)
+    for fullgraph in (False, True):
+        with pytest.raises(type(eager.value)) as compiled:
+            tp.compile(fn, fullgraph=fullgraph)(x)
+        assert not isinstance(compiled.value, GraphBreak)
+        assert not _PLACEHOLDER.search(str(compiled.value))
+
+
 def test_grad_through_boolean_mask_under_compile():
     def fn(x):
         return (x[x > 0] ** 2).sum()
@@ -140,6 +153,7 @@ MAY_BREAK = {
     "rows[row mask]": lambda x: x.reshape(3, 3)[x.reshape(3, 3)[:, 0] > 0].sum(0),
     "x[mask] = x[mask] * 2": lambda x: _put(x, x > 0, x[x > 0] * 2),
     "stack of two selections": lambda x: tp.stack([x[x > 0], x[x < 0]]).sum(0),
+    "x[x > 0].view(2, 3)": lambda x: x[x > 0].view(2, 3),
     "unique(x[x > 0], return_inverse)": lambda x: tp.unique(x[x > 0], return_inverse=True),
 }
 
@@ -152,7 +166,7 @@ def test_sizes_needed_as_numbers_give_eager_results(name):
         x = tp.tensor(values)
         try:
             want = fn(x)
-        except RuntimeError as e:         # (stack: eager refuses selections of other sizes)
+        except RuntimeError as e:         # (stack, view: eager refuses these sizes)
             with pytest.raises(type(e)):
                 f(x)
             continue

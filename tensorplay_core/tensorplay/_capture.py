@@ -1196,10 +1196,13 @@ def record_call(op, args, kwargs):
     finally:
         mst.mode = prev_mode
     if failed is not None:
-        if not isinstance(failed, (CompileError, TypeError)) and _has_dynamic_size(fargs, fkwargs):
+        if not isinstance(failed, CompileError) and _names_dynamic_size(failed) and \
+                _has_dynamic_size(fargs, fkwargs):
             # a shape rule refusing data-dependent sizes (two of them, or one against a static
-            # size, where it cannot assume they match): whether eager refuses depends on the
-            # values, so the function runs eagerly (eager's error, if any, is then raised)
+            # size, where it cannot assume they match; its message shows them): whether eager
+            # refuses depends on the values, so the function runs eagerly (eager's error, if
+            # any, is then raised). Errors that do not depend on them (a dim out of range, a
+            # dtype) stay eager's, raised here
             raise _dynamic_break(f"{op.name} cannot state its output from data-dependent input "
                                  f"sizes ({type(failed).__name__}: {failed})") from None
         if numbers and failed is ctx.data_read:
@@ -1282,6 +1285,11 @@ def record_call(op, args, kwargs):
         wrap = None     # noqa: F841
     node.result = res
     return ret
+
+
+def _names_dynamic_size(err) -> bool:
+    """Whether ``err``'s message shows a placeholder of a data-dependent size (error path)."""
+    return any(int(m) >= DYNAMIC_SIZE_BASE for m in _PLACEHOLDER.findall(str(err)))
 
 
 def _has_dynamic_size(fargs, fkwargs) -> bool:
