@@ -546,6 +546,18 @@ def _dynamic_read(sizes):
     raise _dynamic_break(f"a size in ({shown}) was read as a Python value while capturing")
 
 
+def _read_whole(*sizes) -> None:
+    """A read of whole size tuples (compared, hashed, added, printed...): the graph becomes
+    size dependent, and a data-dependent size among them is a graph break, as an element read
+    of it is (comparing two placeholders would pick a branch the real sizes may not take)."""
+    _mark_size_read()
+    for t in sizes:
+        if isinstance(t, tuple):
+            for n in tuple.__iter__(t):
+                if n.__class__ is int and n >= DYNAMIC_SIZE_BASE:
+                    _dynamic_read(t)
+
+
 class SizeTuple(tuple):
     """The sizes (or strides) of a capture tensor: a tuple that reports element reads.
 
@@ -572,71 +584,71 @@ class SizeTuple(tuple):
         return tuple.__iter__(self)
 
     def __reversed__(self):
-        _mark_size_read()
+        _read_whole(self)
         return reversed(tuple(tuple.__iter__(self)))
 
     def __contains__(self, x):
-        _mark_size_read()
+        _read_whole(self)
         return tuple.__contains__(self, x)
 
     def __eq__(self, other):
-        _mark_size_read()
+        _read_whole(self, other)
         return tuple.__eq__(self, other)
 
     def __ne__(self, other):
-        _mark_size_read()
+        _read_whole(self, other)
         return tuple.__ne__(self, other)
 
     def __lt__(self, other):
-        _mark_size_read()
+        _read_whole(self, other)
         return tuple.__lt__(self, other)
 
     def __le__(self, other):
-        _mark_size_read()
+        _read_whole(self, other)
         return tuple.__le__(self, other)
 
     def __gt__(self, other):
-        _mark_size_read()
+        _read_whole(self, other)
         return tuple.__gt__(self, other)
 
     def __ge__(self, other):
-        _mark_size_read()
+        _read_whole(self, other)
         return tuple.__ge__(self, other)
 
     def __hash__(self):
-        _mark_size_read()
+        _read_whole(self)
         return tuple.__hash__(self)
 
     def __add__(self, other):
-        _mark_size_read()
+        _read_whole(self)
         return tuple.__add__(self, other)
 
     def __radd__(self, other):
-        _mark_size_read()
+        _read_whole(self)
         return tuple(other) + tuple(tuple.__iter__(self))
 
     # the operators of a plain tuple (not tuple.__mul__ & co. called as functions): a bad operand
     # gets the very message it gets eagerly ("can't multiply sequence by non-int of type 'str'")
     def __mul__(self, n):
-        _mark_size_read()
+        _read_whole(self)
         return tuple(tuple.__iter__(self)) * n
 
     def __rmul__(self, n):
-        _mark_size_read()
+        _read_whole(self)
         return n * tuple(tuple.__iter__(self))
 
     def count(self, *a):
-        _mark_size_read()
+        _read_whole(self)
         # (on a plain tuple: under the capture's profiler, ``tuple.count(self)``'s arity
         # error would name SizeTuple, not eager's tuple)
         return tuple(tuple.__iter__(self)).count(*a)
 
     def index(self, *a):
-        _mark_size_read()
+        _read_whole(self)
         return tuple(tuple.__iter__(self)).index(*a)
 
     def __repr__(self):
-        _mark_size_read()
+        _read_whole(self)
         return tuple.__repr__(self)
 
     __str__ = __repr__
