@@ -44,11 +44,12 @@ def test_check_plugin_tensorplay_cpu_checks_every_builtin_with_every_check(cpu):
     # every check ran: test_layouts passed on every op with a tensor input with elements
     ran = {t: sum(r.checks.get(t) == "pass" for r in results) for t in ALL_TESTS}
     assert all(ran[t] > 100 for t in ALL_TESTS), ran
-    # the data-dependent op: fake and compile reported as skipped with the reason, never passed
-    ms = [r for r in results if r.op == "tp::masked_select"]
-    assert ms and all(r.checks["test_faketensor"] == "skip" and
-                      r.checks["test_aot_dispatch_dynamic"] == "skip" and
-                      r.checks["test_layouts"] == "pass" for r in ms)
+    # the data-dependent ops: their fakes give a data-dependent size (new_dynamic_size), so the
+    # fake and compile checks run and pass on every sample
+    ms = [r for r in results if r.op in ("tp::masked_select", "tp::nonzero")]
+    assert len({r.op for r in ms}) == 2 and all(
+        r.checks["test_faketensor"] == "pass" and r.checks["test_aot_dispatch_dynamic"] == "pass"
+        for r in ms)
 
 
 def test_random_builtins_compare_metadata_not_values(cpu):

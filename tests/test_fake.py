@@ -6,7 +6,6 @@ import pytest
 
 import tensorplay as tp
 from tensorplay import fake, library as lib
-from tensorplay.errors import DispatchError
 
 
 def _meta(t):
@@ -68,10 +67,16 @@ def test_fake_tensors_have_no_data():
     assert "fake_tensor(size=(2,)" in repr(f)
 
 
-def test_data_dependent_op_has_no_fake_rule():
+def test_data_dependent_op_gives_a_dynamic_size():
+    # masked_select (x[mask]) as nonzero: the number of selected elements is a data-dependent
+    # size (get_ctx().new_dynamic_size()), the checks that need no values still made
     f = fake.from_real(tp.ones(2, 3))
-    with pytest.raises(DispatchError, match="masked_select.*where"):
-        f[f > 0]
+    for out in (f[f > 0], tp.masked_select(f, f[0] > 0), tp.unique(f)):
+        assert len(out.shape) == 1 and fake.is_dynamic_size(out.shape[0]) and out.dtype == f.dtype
+    with pytest.raises(RuntimeError, match="BoolTensor"):
+        tp.masked_select(f, f)
+    with pytest.raises(RuntimeError, match="must match"):
+        tp.masked_select(f, tp.ones(4).bool())
 
 
 def test_meta_device():

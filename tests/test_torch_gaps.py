@@ -7,6 +7,7 @@ and ``tensorplay.empty_strided``. The examples themselves are in test_torch_docs
 from __future__ import annotations
 
 import json
+import re
 import subprocess
 import sys
 import textwrap
@@ -300,12 +301,18 @@ def test_compile_data_dependent_op_takes_the_real_size(which):
 
 @pytest.mark.parametrize("read", [lambda t: t.shape[0], lambda t: t.numel(), lambda t: t.size(0),
                                   lambda t: list(t.shape)])
-def test_compile_refuses_reading_a_data_dependent_size(read):
+def test_compile_breaks_the_graph_reading_a_data_dependent_size(read):
+    # a graph break, as torch.compile's: the function runs eagerly (the reason kept), and
+    # fullgraph=True raises it, naming the size as torch does (u0), never its placeholder int
     nz = _custom_nonzero()
-    f = tp.compile(lambda x: tp.zeros(read(nz(x))))
+    fn = lambda x: tp.zeros(read(nz(x)))        # noqa: E731
+    f = tp.compile(fn)
+    assert f(tp.tensor([0, 1, 1])).tolist() == fn(tp.tensor([0, 1, 1])).tolist()
+    assert "data-dependent" in next(iter(f.graph_skips.values()))
     with pytest.raises(CompileError, match=r"data-dependent .*new_dynamic_size.* outside the "
-                                           r"compiled function"):
-        f(tp.tensor([0, 1, 1]))
+                                           r"compiled function") as e:
+        tp.compile(fn, fullgraph=True)(tp.tensor([0, 1, 1]))
+    assert isinstance(e.value, tp.errors.GraphBreak) and re.search(r"\(u\d+", str(e.value))
     # the static dimension stays readable
     g = tp.compile(lambda x: tp.zeros(nz(x).shape[1]) + 1)
     assert g(tp.tensor([0, 1, 1])).tolist() == [1.0]

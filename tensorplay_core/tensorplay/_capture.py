@@ -29,6 +29,7 @@ normal dispatch.
 from __future__ import annotations
 
 import contextlib
+import re
 import threading
 from weakref import ref as _weakref
 
@@ -511,17 +512,50 @@ def _mark_size_read():
         c.graph.size_dependent = True
 
 
+def dynamic_names(text: str) -> str:
+    """``text`` with every placeholder of a data-dependent size (``new_dynamic_size``) written
+    as torch names unbacked sizes, ``u0``, ``u1``...: no message shows the placeholder ints."""
+    return _PLACEHOLDER.sub(lambda m: f"u{int(m.group()) - DYNAMIC_SIZE_BASE}"
+                            if int(m.group()) >= DYNAMIC_SIZE_BASE else m.group(), text)
+
+
+_PLACEHOLDER = re.compile(r"\d{19,}")    # (DYNAMIC_SIZE_BASE = 2**62 has 19 digits)
+
+
+def _dynamic_break(why: str) -> DataDependentGraphBreak:
+    """A graph break for a data-dependent size (made by an op's fake kernel with
+    ``get_ctx().new_dynamic_size()``) needed as a number while capturing: without
+    ``fullgraph=True`` the function runs eagerly, as torch.compile breaks the graph there."""
+    err = DataDependentGraphBreak(dynamic_names(
+        f"tensorplay.compile: {why}; a data-dependent size (the number of nonzero or selected "
+        f"elements, of unique values: an op's fake kernel made it with get_ctx()."
+        f"new_dynamic_size()) is known only when the op runs (a graph break, so without "
+        f"fullgraph=True the function runs eagerly). To keep it in the graph, keep the code that "
+        f"reads it (x.shape[i], x.size(), x.numel(), len(...)) outside the compiled function, "
+        f"or use ops that take the tensor itself"))
+    c = active()
+    if c is not None and c.data_read is None:
+        c.data_read = err     # checked when the function returns: it may catch the error
+    return err
+
+
 def _dynamic_read(sizes):
-    """A data-dependent size (``get_ctx().new_dynamic_size()`` in an op's fake kernel) was read
-    as a Python value while capturing: its real value exists only when the op runs."""
-    shown = ", ".join(f"u{n - DYNAMIC_SIZE_BASE}" if n >= DYNAMIC_SIZE_BASE else str(n)
-                      for n in tuple.__iter__(sizes))
-    raise CompileError(
-        f"tensorplay.compile: a size in ({shown}) is data-dependent (an op's fake kernel made it with get_ctx().new_dynamic_size(), e.g. "
-        f"the number of nonzero elements) and was read as a Python value while capturing; its "
-        f"value exists only when the op runs. Keep the code that reads it (x.shape[i], x.size(), "
-        f"x.numel(), len(...)) outside the compiled function, or use ops that take the tensor "
-        f"itself")
+    """A data-dependent size was read as a Python value while capturing: its real value exists
+    only when the op runs (a graph break)."""
+    shown = ", ".join(str(n) for n in tuple.__iter__(sizes))
+    raise _dynamic_break(f"a size in ({shown}) was read as a Python value while capturing")
+
+
+def _read_whole(*sizes) -> None:
+    """A read of whole size tuples (compared, hashed, added, printed...): the graph becomes
+    size dependent, and a data-dependent size among them is a graph break, as an element read
+    of it is (comparing two placeholders would pick a branch the real sizes may not take)."""
+    _mark_size_read()
+    for t in sizes:
+        if isinstance(t, tuple):
+            for n in tuple.__iter__(t):
+                if n.__class__ is int and n >= DYNAMIC_SIZE_BASE:
+                    _dynamic_read(t)
 
 
 class SizeTuple(tuple):
@@ -550,71 +584,71 @@ class SizeTuple(tuple):
         return tuple.__iter__(self)
 
     def __reversed__(self):
-        _mark_size_read()
+        _read_whole(self)
         return reversed(tuple(tuple.__iter__(self)))
 
     def __contains__(self, x):
-        _mark_size_read()
+        _read_whole(self)
         return tuple.__contains__(self, x)
 
     def __eq__(self, other):
-        _mark_size_read()
+        _read_whole(self, other)
         return tuple.__eq__(self, other)
 
     def __ne__(self, other):
-        _mark_size_read()
+        _read_whole(self, other)
         return tuple.__ne__(self, other)
 
     def __lt__(self, other):
-        _mark_size_read()
+        _read_whole(self, other)
         return tuple.__lt__(self, other)
 
     def __le__(self, other):
-        _mark_size_read()
+        _read_whole(self, other)
         return tuple.__le__(self, other)
 
     def __gt__(self, other):
-        _mark_size_read()
+        _read_whole(self, other)
         return tuple.__gt__(self, other)
 
     def __ge__(self, other):
-        _mark_size_read()
+        _read_whole(self, other)
         return tuple.__ge__(self, other)
 
     def __hash__(self):
-        _mark_size_read()
+        _read_whole(self)
         return tuple.__hash__(self)
 
     def __add__(self, other):
-        _mark_size_read()
+        _read_whole(self)
         return tuple.__add__(self, other)
 
     def __radd__(self, other):
-        _mark_size_read()
+        _read_whole(self)
         return tuple(other) + tuple(tuple.__iter__(self))
 
     # the operators of a plain tuple (not tuple.__mul__ & co. called as functions): a bad operand
     # gets the very message it gets eagerly ("can't multiply sequence by non-int of type 'str'")
     def __mul__(self, n):
-        _mark_size_read()
+        _read_whole(self)
         return tuple(tuple.__iter__(self)) * n
 
     def __rmul__(self, n):
-        _mark_size_read()
+        _read_whole(self)
         return n * tuple(tuple.__iter__(self))
 
     def count(self, *a):
-        _mark_size_read()
+        _read_whole(self)
         # (on a plain tuple: under the capture's profiler, ``tuple.count(self)``'s arity
         # error would name SizeTuple, not eager's tuple)
         return tuple(tuple.__iter__(self)).count(*a)
 
     def index(self, *a):
-        _mark_size_read()
+        _read_whole(self)
         return tuple(tuple.__iter__(self)).index(*a)
 
     def __repr__(self):
-        _mark_size_read()
+        _read_whole(self)
         return tuple.__repr__(self)
 
     __str__ = __repr__
@@ -1174,6 +1208,15 @@ def record_call(op, args, kwargs):
     finally:
         mst.mode = prev_mode
     if failed is not None:
+        if not isinstance(failed, CompileError) and _names_dynamic_size(failed) and \
+                _has_dynamic_size(fargs, fkwargs):
+            # a shape rule refusing data-dependent sizes (two of them, or one against a static
+            # size, where it cannot assume they match; its message shows them): whether eager
+            # refuses depends on the values, so the function runs eagerly (eager's error, if
+            # any, is then raised). Errors that do not depend on them (a dim out of range, a
+            # dtype) stay eager's, raised here
+            raise _dynamic_break(f"{op.name} cannot state its output from data-dependent input "
+                                 f"sizes ({type(failed).__name__}: {failed})") from None
         if numbers and failed is ctx.data_read:
             # the shape rule read the values of a capture tensor passed as a number (compared
             # it, converted it): what the user wrote is a tensor used as that number
@@ -1254,6 +1297,19 @@ def record_call(op, args, kwargs):
         wrap = None     # noqa: F841
     node.result = res
     return ret
+
+
+def _names_dynamic_size(err) -> bool:
+    """Whether ``err``'s message shows a placeholder of a data-dependent size (error path)."""
+    return any(int(m) >= DYNAMIC_SIZE_BASE for m in _PLACEHOLDER.findall(str(err)))
+
+
+def _has_dynamic_size(fargs, fkwargs) -> bool:
+    """Whether a fake argument of an op has a data-dependent dimension (error path only)."""
+    for t in _pytree.tree_leaves(fkwargs, Tensor, _pytree.tree_leaves(list(fargs), Tensor)):
+        if isinstance(t, Tensor) and any(n >= DYNAMIC_SIZE_BASE for n in tuple.__iter__(t._shape)):
+            return True
+    return False
 
 
 def _gain_history(v, node, t) -> None:

@@ -987,26 +987,53 @@ def unique(input: Tensor, sorted: bool = True, return_inverse: bool = False,
     if dim is not None:
         return _unique_dim(input, dim, return_inverse, return_counts)
     flat = O.reshape(input, [-1])
-    n = flat.shape[0]
     vals, perm = O.sort(flat, 0, False, stable=True)
-    if n == 0:
-        first = O.ne(vals, vals)
+    real = vals.native is not None
+    if real:
+        # eager: first[i] says vals[i] starts a new value (the first element always)
+        n = flat.shape[0]
+        first = O.ne(vals, vals) if n == 0 else O.cat(
+            [F.ones(1, dtype=_dtype.bool, device=input.device),
+             O.ne(O.narrow(vals, 0, 1, n - 1), O.narrow(vals, 0, 0, n - 1))], 0)
     else:
-        head = F.ones(1, dtype=_dtype.bool, device=input.device)
-        first = O.cat([head, O.ne(O.narrow(vals, 0, 1, n - 1), O.narrow(vals, 0, 0, n - 1))], 0)
+        # fake tensors (tensorplay.compile): the same without reading the number of elements,
+        # so that unique of a data-dependent-sized input (x[x > 0].unique()) is captured too:
+        # slices, and the first element's True from an int64 equal to itself (none when empty)
+        n = None
+        head = O.slice(perm, 0, 0, 1, 1)
+        first = O.cat([O.eq(head, head), O.ne(O.slice(vals, 0, 1, None, 1),
+                                              O.slice(vals, 0, 0, -1, 1))], 0)
     out = O.masked_select(vals, first)
     res = [out]
-    if return_inverse:
+    if return_inverse or return_counts:
         group = O.sub(O.cumsum(first, 0, dtype=_dtype.int64), 1)
-        inv = O.scatter_add(F.zeros(n, dtype=_dtype.int64, device=input.device), 0, perm, group)
+    if return_inverse:
+        zeros = F.zeros(n, dtype=_dtype.int64, device=input.device) if real else O.mul(perm, 0)
+        inv = O.scatter_add(zeros, 0, perm, group)
         res.append(O.reshape(inv, list(input.shape)))
     if return_counts:
-        starts = O.reshape(O.nonzero(first), [-1])
-        ends = O.cat([O.narrow(starts, 0, 1, starts.shape[0] - 1),
-                      F.tensor([n], dtype=_dtype.int64, device=input.device)], 0) \
-            if starts.shape[0] else starts
-        res.append(O.sub(ends, starts))
+        res.append(_run_lengths(group, first, n))
     return res[0] if len(res) == 1 else tuple(res)
+
+
+def _run_lengths(group, first, n):
+    """The length of each run of equal sorted (or consecutive) elements, int64 ``(k,)``:
+    ``first`` (bool ``(n,)``) marks the first element of each run, ``group`` (int64 ``(n,)``)
+    numbers each element's run. On real tensors (``n`` given), the distance between one
+    run's start and the next's; on fake tensors (``n`` None), without reading ``k`` (the
+    number of runs, data-dependent) or ``n``, so ``tensorplay.compile`` captures it: each
+    element gets its run's length, the first of each run keeps it."""
+    if n is not None:
+        starts = O.reshape(O.nonzero(first), [-1])
+        k = starts.shape[0]
+        if not k:
+            return starts
+        ends = O.cat([O.narrow(starts, 0, 1, k - 1),
+                      F.tensor([n], dtype=_dtype.int64, device=starts.device)], 0)
+        return O.sub(ends, starts)
+    zeros = O.mul(group, 0)
+    per_run = O.scatter_add(zeros, 0, group, O.add(zeros, 1))
+    return O.masked_select(O.index(per_run, 0, group), first)
 
 
 def _unique_dim(input, dim, return_inverse, return_counts):
@@ -1031,19 +1058,18 @@ def _unique_dim(input, dim, return_inverse, return_counts):
     first = O.cat([head, O.any(O.ne(O.narrow(srt, 0, 1, n - 1), O.narrow(srt, 0, 0, n - 1)),
                                [1], False)], 0) if n > 1 else head
     starts = O.reshape(O.nonzero(first), [-1])
-    out = O.reshape(O.index(srt, 0, starts), [starts.shape[0]] + [input.shape[i] for i in rest])
+    # (-1: the number of distinct slices is data-dependent; m is 0 only when n is)
+    out = O.reshape(O.index(srt, 0, starts), [-1 if m else 0] + [input.shape[i] for i in rest])
     back = [0] * input.ndim                    # the inverse of the permutation [d] + rest
     for pos, i in enumerate([d] + rest):
         back[i] = pos
     res = [O.permute(out, back)]
-    if return_inverse:
+    if return_inverse or return_counts:
         group = O.sub(O.cumsum(first, 0, dtype=_dtype.int64), 1)
+    if return_inverse:
         res.append(O.scatter_add(F.zeros(n, dtype=_dtype.int64, device=dev), 0, order, group))
     if return_counts:
-        ends = O.cat([O.narrow(starts, 0, 1, starts.shape[0] - 1),
-                      F.tensor([n], dtype=_dtype.int64, device=dev)], 0) \
-            if starts.shape[0] else starts
-        res.append(O.sub(ends, starts))
+        res.append(_run_lengths(group, first, n if srt.native is not None else None))
     return res[0] if len(res) == 1 else tuple(res)
 
 
@@ -1813,7 +1839,8 @@ def unique_consecutive(input: Tensor, return_inverse: bool = False, return_count
     the index of each element's (slice's) run in the result (``input``'s shape; ``(size of
     dim,)`` with ``dim``), with ``return_counts`` the length of each run (int64). Returns the
     tensor alone, or a tuple with the ones asked for in this order. NaNs are never equal. The
-    result's size depends on the values (no fake rule). Same as ``torch.unique_consecutive``."""
+    result's size depends on the values (a data-dependent size under ``tensorplay.compile``).
+    Same as ``torch.unique_consecutive``."""
     _input("unique_consecutive", input)
     if dim is None:
         flat = O.reshape(input, [-1])
@@ -1835,14 +1862,14 @@ def unique_consecutive(input: Tensor, return_inverse: bool = False, return_count
         if dim is not None and rows.ndim == 2:
             change = O.any(change, [1], False)
         mask = O.cat([F.ones((1,), dtype=_dtype.bool, device=dev), change], 0)
-        starts = O.reshape(O.nonzero(mask), [-1])
-        values = O.masked_select(flat, mask) if dim is None else O.index(input, d, starts)
-        inverse = O.sub(O.cumsum(mask, 0), 1)
-        if dim is None:
-            inverse = O.reshape(inverse, list(input.shape))
-        ends = O.cat([O.narrow(starts, 0, 1, starts.shape[0] - 1),
-                      F.full((1,), n, dtype=_dtype.int64, device=dev)], 0)
-        counts = O.sub(ends, starts)
+        values = O.masked_select(flat, mask) if dim is None else \
+            O.index(input, d, O.reshape(O.nonzero(mask), [-1]))
+        inverse = counts = None
+        if return_inverse or return_counts:
+            group = O.sub(O.cumsum(mask, 0), 1)
+            inverse = O.reshape(group, list(input.shape)) if dim is None else group
+        if return_counts:
+            counts = _run_lengths(group, mask, n if mask.native is not None else None)
     extra = ((inverse,) if return_inverse else ()) + ((counts,) if return_counts else ())
     return (values, *extra) if extra else values
 

@@ -352,8 +352,18 @@ def compile(fn: Callable[_P, _R] | None = None, *, dynamic: bool | None = None,
     registered, or one that fails on fake tensors or returns a real tensor), a fake kernel that
     disagrees with the real kernel (found on the first run), a tensor leaked out of a capture or
     made fake outside it, ``backward()`` inside the function with ``fullgraph=True`` (on a
-    tensor that requires grad; otherwise eager's ``RuntimeError``; without it, a graph break),
-    and reading a data-dependent size as a Python value.
+    tensor that requires grad; otherwise eager's ``RuntimeError``; without it, a graph break).
+
+    Data-dependent sizes. Ops whose output size depends on the values (``nonzero``,
+    ``argwhere``, ``masked_select`` and ``x[mask]``, ``unique``, ``unique_consecutive``, a custom
+    op whose fake uses ``get_ctx().new_dynamic_size()``) are captured with that size unknown
+    (shown as ``u0``, ``u1``... in messages, as torch's unbacked sizes); a graph serves every
+    number of selected elements. Two such sizes, or one and a static size, meeting in a
+    broadcast or a ``matmul`` are assumed to match, and the kernels check the real sizes when
+    the graph runs (eager's error if they differ, as torch's runtime asserts). Code that needs
+    such a size as a Python number (``x[mask].shape[0]``, ``len(...)``, ``numel()``, an op
+    whose shape rule cannot state its output from it) is a graph break: the function runs
+    eagerly (``fullgraph=True``: ``DataDependentGraphBreak``).
 
     Autograd (AOT). Called with grad mode on where an input or a tensor the function reads
     requires grad, a graph runs as ONE autograd node named ``CompiledFunctionBackward`` (as

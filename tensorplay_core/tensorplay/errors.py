@@ -83,9 +83,10 @@ class DeviceUnavailableError(RuntimeError):
 
 class CompileError(RuntimeError):
     """``tensorplay.compile`` could not capture or run a function for a reason of its own: a
-    missing or wrong fake kernel, a tensor leaked out of a capture, a data-dependent size read.
+    missing or wrong fake kernel, a tensor leaked out of a capture.
     Errors the same code raises eagerly keep their eager type under compile; data-dependent
-    Python (``bool(tensor)``, ``.item()``...) is a ``GraphBreak`` (see ``tensorplay.compile``)."""
+    Python (``bool(tensor)``, ``.item()``...) and a data-dependent size read as a number are a
+    ``GraphBreak`` (see ``tensorplay.compile``)."""
 
 
 class GraphBreak(CompileError):
@@ -99,7 +100,8 @@ class GraphBreak(CompileError):
 
 class DataDependentGraphBreak(GraphBreak, DispatchError):
     """A ``GraphBreak`` for Python code that needs a captured tensor's values (``if t.sum() > 0``,
-    ``t.item()``, ``int(t)``, ``t.tolist()``, ``t.numpy()``...): the message names the construct
-    and how to keep it in the graph. Also a ``DispatchError``, the type earlier tensorplay
+    ``t.item()``, ``int(t)``, ``t.tolist()``, ``t.numpy()``...) or a data-dependent size as a
+    number (``x[x > 0].shape[0]``): the message names the construct and how to keep it in the
+    graph. Also a ``DispatchError``, the type earlier tensorplay
     releases raised for it, so ``except DispatchError`` around a ``fullgraph=True`` call keeps
     working."""

@@ -85,8 +85,9 @@ class FakeTensorMode:
 # a placeholder int from a range no real tensor can have (>= 2**62 elements). It flows through
 # fake rules like any size; ``is_dynamic_size`` recognises it, ``tensorplay.compile`` treats
 # such dimensions as "known when the op runs" (its check of fake kernels accepts any real size
-# there, and reading one as a Python value while capturing is an error naming the op), and the
-# real call always produces the real size.
+# there; shape rules meeting two of them, or one and a static size, assume they match and the
+# kernels check when the graph runs; reading one as a Python value while capturing is a graph
+# break naming it u<n>), and the real call always produces the real size.
 
 DYNAMIC_SIZE_BASE = 1 << 62
 _dynamic_count = [0]
@@ -112,7 +113,8 @@ class FakeImplCtx:
         Returns a placeholder int (``is_dynamic_size`` is True for it), distinct per call: use it
         as a dimension of the fake outputs (``x.new_empty([nnz, x.dim()])``), never as a value.
         Under ``tensorplay.compile`` the real size is whatever the op returns; reading the
-        placeholder as a Python number while capturing raises ``CompileError``."""
+        placeholder as a Python number while capturing is a graph break (the function runs
+        eagerly; ``fullgraph=True`` raises ``DataDependentGraphBreak``)."""
         if not isinstance(min, int) or min < 0:
             raise ValueError(f"new_dynamic_size: min must be an int >= 0, got {min!r}")
         if max is not None and (not isinstance(max, int) or max < min):

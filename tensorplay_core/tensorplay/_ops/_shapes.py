@@ -5,7 +5,7 @@ from __future__ import annotations
 from .. import _dtype
 from .._tensor_base import TensorBase
 from ._define import ops as _ops
-from ..fake import make_fake
+from ..fake import DYNAMIC_SIZE_BASE, make_fake
 from .._kernels.elementwise import layout_for
 from .._kernels._checks import (  # noqa: F401 - re-exported: the fake rules' one import point
     _C_NAMES, NegativeSizeError, check_arange, check_eye, check_linspace, check_nonempty_reduction,
@@ -23,6 +23,12 @@ def broadcast_shapes(*shapes, api: str = "broadcast") -> tuple:
             if cur == 1:
                 out[off + i] = d
             elif d != 1 and d != cur:
+                if cur >= DYNAMIC_SIZE_BASE or d >= DYNAMIC_SIZE_BASE:
+                    # a data-dependent size (new_dynamic_size) against another size: assumed
+                    # to match (a static one wins), as torch's unbacked sizes; the kernels check
+                    # the real sizes when the graph runs (eager's error if they differ)
+                    out[off + i] = cur if d >= DYNAMIC_SIZE_BASE else d
+                    continue
                 raise RuntimeError(
                     f"{api}: the size of tensor a ({cur}) must match the size of tensor b ({d}) at "
                     f"non-singleton dimension {off + i - nd}")

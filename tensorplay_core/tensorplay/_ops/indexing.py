@@ -7,11 +7,10 @@ view ops in ``tensorplay._indexing``.
 from __future__ import annotations
 
 from .. import _dtype
-from ..errors import DispatchError
 from ._define import defop, ops as O
 from .._kernels._checks import check_index_add_dtypes
 from .._kernels.indexing import HOST_INDEX, SMALL_INDEX, check_index_dtype
-from ._shapes import check_bool_mask, is_tensor, out_like, wrap_dim
+from ._shapes import broadcast_shapes, check_bool_mask, is_tensor, out_like, wrap_dim
 from ._shapes import zeros_grad
 from .._tensor_base import PARTIAL_OVERLAP_MSG, dense_byte_ranges, shared_storage
 
@@ -204,10 +203,17 @@ defop("index_add(Tensor self, SymInt dim, Tensor index, Tensor source) -> Tensor
       meta=_index_add_meta, setup=_index_add_setup, backward=_index_add_bw)
 
 
-def _data_dependent(x, mask):
-    raise DispatchError("masked_select: the output size depends on the mask's values, so it has "
-                        "no fake rule; use where() to keep shapes static under FakeTensorMode or "
-                        "tensorplay.compile")
+def _masked_select_meta(x, mask):
+    # the number of True elements depends on the mask's values: a data-dependent size (torch's
+    # masked_select meta asks for an unbacked size too); the checks need no values
+    if mask.dtype is not _dtype.bool:
+        raise RuntimeError(f"masked_select: expected BoolTensor for mask, got {mask.dtype}")
+    shape = broadcast_shapes(tuple(x.shape), tuple(mask.shape), api="masked_select")
+    from ..fake import get_ctx
+    n = 1
+    for s in shape:
+        n *= s
+    return out_like((get_ctx().new_dynamic_size(max=n),), x.dtype, x)
 
 
 def _ms_setup(ctx, inputs, output):
@@ -222,7 +228,7 @@ def _ms_bw(ctx, g):
     return z, None
 
 
-defop("masked_select(Tensor self, Tensor mask) -> Tensor", meta=_data_dependent, setup=_ms_setup,
+defop("masked_select(Tensor self, Tensor mask) -> Tensor", meta=_masked_select_meta, setup=_ms_setup,
       backward=_ms_bw)
 def _meta_self(x, *rest):
     return x

@@ -6,6 +6,7 @@ from ._define import defop, fused, ops as O
 from .._dispatch import NoGradBlock, grad_state as _gm_state
 from ._shapes import broadcast_shapes, check_same_dtype, out_like
 from ._shapes import zeros_grad
+from ..fake import is_dynamic_size
 
 
 def _matmul_meta(a, b):
@@ -13,7 +14,8 @@ def _matmul_meta(a, b):
         raise RuntimeError("matmul: both arguments need at least 1 dimension")
     sa = a.shape if a.ndim > 1 else (1,) + tuple(a.shape)
     sb = b.shape if b.ndim > 1 else tuple(b.shape) + (1,)
-    if sa[-1] != sb[-2]:
+    if sa[-1] != sb[-2] and not (is_dynamic_size(sa[-1]) or is_dynamic_size(sb[-2])):
+        # (a data-dependent size is assumed to match: the kernel checks the real sizes)
         raise RuntimeError(f"matmul: shapes {tuple(a.shape)} and {tuple(b.shape)} cannot be "
                            f"multiplied ({sa[-2]}x{sa[-1]} and {sb[-2]}x{sb[-1]})")
     check_same_dtype(a.dtype, b.dtype)

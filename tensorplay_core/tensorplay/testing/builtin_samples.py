@@ -54,7 +54,8 @@ DEFAULT_SEED = 1234
 class BuiltinSample:
     """One call ``op(*args, **kwargs)``. ``grad=False``: not a gradcheck sample (integer-only
     inputs, a point where the op is not differentiable); ``fake=False``: the output's shape
-    depends on the input's values (``masked_select``), so the fake kernel refuses it."""
+    depends on the input's values (``masked_select``, ``nonzero``), so the fake kernel gives a
+    data-dependent size there (``get_ctx().new_dynamic_size()``), not the real one."""
 
     args: tuple
     kwargs: dict = field(default_factory=dict)
@@ -597,10 +598,6 @@ def samples(name: str, device="cpu", *, seed: int = DEFAULT_SEED) -> list:
     return out
 
 
-_DATA_DEPENDENT = ("the output shape depends on the input values (data-dependent output), so "
-                   "the op has no fake rule and cannot be captured, by design")
-
-
 #: Checks that do not apply to an op by its definition: ``{op: {check: reason}}``.
 SKIP_CHECKS = {
     **{op: {"test_gradients": "the op reads one triangle of its symmetric input while its "
@@ -618,10 +615,11 @@ def sample_inputs(op, device, *, seed: int = DEFAULT_SEED):
     """The ``tensorplay_sample_inputs`` hook's answer for built-in ops: ``SampleInput``s of
     ``op`` on ``device``, or ``None`` when ``op`` is not a built-in ``tp::`` op with samples.
 
-    A sample whose output shape depends on the input values (``fake=False``: ``masked_select``)
-    carries ``skip_checks``: ``{check name: reason}`` for ``test_faketensor`` and
-    ``test_aot_dispatch_dynamic``, which ``tensorplay.testing.check_plugin`` reports as skipped
-    with that reason (every other check runs)."""
+    Every check runs on every sample, those whose output size depends on the values
+    (``masked_select``, ``nonzero``) included: ``test_faketensor`` and
+    ``test_aot_dispatch_dynamic`` take the real size where the fake has a data-dependent one.
+    An op in ``SKIP_CHECKS`` carries ``skip_checks`` (``{check name: reason}``), which
+    ``tensorplay.testing.check_plugin`` reports as skipped with that reason."""
     from ..plugins import SampleInput
     name = getattr(op, "name", op)
     if not isinstance(name, str) or not name.startswith("tp::") or name[4:] not in SAMPLES:
@@ -629,9 +627,6 @@ def sample_inputs(op, device, *, seed: int = DEFAULT_SEED):
     out = []
     for s in samples(name, device, seed=seed):
         si = SampleInput(tuple(s.args), dict(s.kwargs), s.name)
-        if not s.fake:
-            si.skip_checks = {"test_faketensor": _DATA_DEPENDENT,
-                              "test_aot_dispatch_dynamic": _DATA_DEPENDENT}
         if name[4:] in SKIP_CHECKS:
             si.skip_checks = {**(getattr(si, "skip_checks", None) or {}), **SKIP_CHECKS[name[4:]]}
         out.append(si)
