@@ -104,6 +104,44 @@ def _normalize(index):
     return index
 
 
+def _int64_values(seq):
+    """``seq`` (nested lists/tuples of Python numbers) with each float truncated toward zero as
+    torch's int64 conversion does; a NaN, an infinity or a value beyond int64 is torch's
+    RuntimeError."""
+    out = []
+    for v in seq:
+        if isinstance(v, (list, tuple)):
+            out.append(_int64_values(v))
+        elif isinstance(v, float):
+            if not -9.223372036854775808e18 <= v < 9.223372036854775808e18:    # (NaN too)
+                raise RuntimeError("value cannot be converted to type int64 without overflow")
+            out.append(int(v))
+        else:
+            out.append(v)
+    return out
+
+
+def _holds_tensor(seq) -> bool:
+    return any(_is_tensor(v) or isinstance(v, (list, tuple)) and _holds_tensor(v) for v in seq)
+
+
+def sequence_index(seq, device):
+    """A list, tuple or array (NumPy's or another library's) used as an index, as torch's index
+    tensor (its ``indexing_tensor_from_data``): bool and uint8 data keep their dtype (masks),
+    any other becomes int64 -- so ``[]`` is an empty int64 index (``x[[]]`` has shape ``(0,
+    ...)``), not the float32 of ``tensor([])``, and floats truncate toward zero (``x[[1.7]]`` is
+    ``x[[1]]``; NaN, an infinity or a value beyond int64 is a RuntimeError). A list holding
+    tensors keeps the dtype they give (a float tensor in it stays refused as an index)."""
+    t = _tensor(seq, device=device)
+    if t.raw_dtype.is_floating_point:
+        if isinstance(seq, (list, tuple)):
+            if not _holds_tensor(seq):
+                t = _tensor(_int64_values(seq), dtype=_dtype.int64, device=device)
+        else:   # an array of floats: through its values, as a list's (torch reads it so too)
+            t = _tensor(_int64_values(seq.tolist()), dtype=_dtype.int64, device=device)
+    return t
+
+
 def _dims_consumed(i):
     """How many dims of the indexed tensor one index entry takes: a bool mask (tensor or
     array) its own ndim, as torch (so ``x[..., mask]`` with a 2-D mask leaves ``x.ndim - 2`` dims
@@ -146,7 +184,7 @@ def _split(x, index, api="index"):
             dim += 1
         elif getattr(i, "ndim", 0) and not _is_tensor(i) and hasattr(i, "__array__"):
             # a NumPy (or other array-like) index array: as the tensor of its values
-            t = _tensor(i, device=x.device)
+            t = sequence_index(i, x.device)
             if t.dtype is _dtype.uint8:
                 t = byte_mask(t)
             elif t.dtype is not _dtype.bool:
@@ -162,7 +200,7 @@ def _split(x, index, api="index"):
             out = O.slice(out, dim, i.start, i.stop, i.step or 1)
             dim += 1
         elif _is_tensor(i) or isinstance(i, (list, tuple)):
-            t = i if _is_tensor(i) else _tensor(i, device=x.device)
+            t = i if _is_tensor(i) else sequence_index(i, x.device)
             if t.raw_dtype is _dtype.uint8:
                 t = byte_mask(t)      # torch's (deprecated) byte mask
             if t.dtype is _dtype.bool:
