@@ -142,6 +142,35 @@ def test_bool_and_int_sequences_unchanged():
         x[[tp.tensor(1.0)]]     # a float tensor inside a list stays a float index
 
 
+# (index of a 3x4 x, torch 2.13's IndexError): the mask's first mismatching dim, the indexed
+# tensor (after ints and None) whole, and its dim there
+MASK_MISMATCH = [
+    (lambda: tp.tensor([], dtype=tp.bool), "[0] at index 0", "[3, 4] at index 0"),
+    (lambda: tp.ones(3, 5, dtype=tp.bool), "[3, 5] at index 1", "[3, 4] at index 1"),
+    (lambda: tp.ones(2, 4, dtype=tp.bool), "[2, 4] at index 0", "[3, 4] at index 0"),
+    (lambda: (slice(None), tp.ones(5, dtype=tp.bool)), "[5] at index 0", "[3, 4] at index 1"),
+    (lambda: (None, tp.ones(2, dtype=tp.bool)), "[2] at index 0", "[1, 3, 4] at index 1"),
+    (lambda: (0, tp.ones(2, dtype=tp.bool)), "[2] at index 0", "[4] at index 0"),
+    (lambda: ([0], tp.ones(2, dtype=tp.bool)), "[2] at index 0", "[3, 4] at index 1"),
+    # a mask that would broadcast is refused too (x[m] = 1 wrote through it)
+    (lambda: tp.tensor([[True, False, True, False]]), "[1, 4] at index 0", "[3, 4] at index 0"),
+]
+
+
+@pytest.mark.parametrize("index, mask, tensor", MASK_MISMATCH)
+def test_mask_shape_mismatch_names_both_dims_as_torch(index, mask, tensor):
+    want = (f"The shape of the mask {mask} does not match the shape of the indexed tensor "
+            f"{tensor}")
+    with pytest.raises(IndexError) as e:
+        _x()[index()]
+    assert str(e.value) == want
+    x = _x()
+    with pytest.raises(IndexError) as e:
+        x[index()] = 1
+    assert str(e.value) == want
+    assert x.tolist() == _x().tolist()
+
+
 def test_empty_sequence_index_compiles():
     def f(x):
         return x[[]] + 1, x[:, []], x[[], []], x.index_select(0, tp.tensor([], dtype=tp.int64))

@@ -142,6 +142,16 @@ def sequence_index(seq, device):
     return t
 
 
+def _mask_mismatch(x, dim, mask):
+    """torch's IndexError for bool ``mask`` indexing ``x`` (the tensor after the basic indices)
+    from dim ``dim`` whose shape differs there: the mask's first mismatching dim ``j`` and
+    ``x``'s dim ``dim + j``."""
+    ms, xs = list(mask.shape), list(x.shape)
+    j = next((j for j, n in enumerate(ms) if dim + j >= len(xs) or xs[dim + j] != n), 0)
+    return IndexError(f"The shape of the mask {ms} at index {j} does not match the shape of "
+                      f"the indexed tensor {xs} at index {dim + j}")
+
+
 def _dims_consumed(i):
     """How many dims of the indexed tensor one index entry takes: a bool mask (tensor or
     array) its own ndim, as torch (so ``x[..., mask]`` with a 2-D mask leaves ``x.ndim - 2`` dims
@@ -300,8 +310,7 @@ def getitem(x, index):
         if idx.ndim == out.ndim and dim == 0:
             if idx.raw_shape != out.raw_shape:
                 # (masked_select would broadcast them, or fail with no word about the mask)
-                raise IndexError(f"The shape of the mask {list(idx.shape)} at index 0 does not "
-                                 f"match the shape of the indexed tensor {list(out.shape)}")
+                raise _mask_mismatch(out, 0, idx)
             return O.masked_select(out, idx)
         raise IndexError("bool mask indices must cover the leading dimensions of the tensor")
     return O.index(out, dim, idx)
@@ -318,11 +327,8 @@ def _linear_index(x, advanced):
     pairs = []
     for dim, t in advanced:
         if t.dtype is _dtype.bool:      # a k-dim mask is k index tensors (its nonzero positions)
-            ms = tuple(t.shape)
-            if ms != tuple(x.shape[dim:dim + t.ndim]):
-                raise IndexError(f"The shape of the mask {list(ms)} at index {dim} does not "
-                                 f"match the shape of the indexed tensor "
-                                 f"{list(x.shape[dim:dim + t.ndim])}")
+            if tuple(t.shape) != tuple(x.shape[dim:dim + t.ndim]):
+                raise _mask_mismatch(x, dim, t)
             nz = O.nonzero(t)
             pairs += [(dim + j, O.select(nz, 1, j)) for j in range(t.ndim)]
         else:
@@ -607,6 +613,10 @@ def setitem(x, index, value, checks=True):
     if idx.dtype is _dtype.bool:
         if dim != 0 or idx.ndim != out.ndim:
             raise IndexError("bool mask assignment needs a mask of the tensor's full shape")
+        if idx.raw_shape != out.raw_shape:
+            # torch's: the mask's shape is the indexed one, exactly (masked_fill_ would
+            # broadcast a [1, 4] mask over a 3x4 x, or fail with no word about the mask)
+            raise _mask_mismatch(out, 0, idx)
         O.masked_fill_(out, idx, value)
     else:
         O.index_put_(out, dim, idx, value)
