@@ -226,7 +226,10 @@ def test_light_import_tests_pass_beside_a_foreign_pack_importing_numpy(tmp_path)
     p = subprocess.run([sys.executable, "-m", "pytest", "-p", "no:cacheprovider", "-q",
                         *LIGHT_IMPORT_TESTS], cwd=root, env=e,
                        capture_output=True, text=True, timeout=600, check=False)
-    assert p.returncode == 0 and "3 passed" in p.stdout, p.stdout[-3000:] + p.stderr[-2000:]
+    # (the example pack's test skips where that pack is not installed)
+    last = p.stdout.strip().splitlines()[-1] if p.stdout.strip() else ""
+    assert p.returncode == 0 and "passed" in last and "failed" not in last, \
+        p.stdout[-3000:] + p.stderr[-2000:]
 
 
 def test_own_plugins_list_matches_the_checkout():
