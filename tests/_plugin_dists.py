@@ -56,6 +56,29 @@ def raises(fn, *a, **k):
 '''
 
 
+# The plugin distributions of this repository (plugins/*/pyproject.toml and the example op pack
+# with a ``tensorplay.plugins`` entry point; test_fresh62 checks the list against a checkout).
+OWN_PLUGINS = ("tensorplay-cpu", "tensorplay-cuda", "tensorplay-example-ops", "tensorplay-triton")
+
+
+def own_plugins(*extra: str) -> str:
+    """A ``TENSORPLAY_PLUGINS`` allow-list of this repository's installed plugins (and the
+    distributions ``extra``, e.g. a test's throw-away ones): tests about what *our* plugins do at
+    ``import tensorplay`` (no array library imported) run under it, so an op pack a user
+    installed beside them -- one importing NumPy at load is theirs to do -- leaves those tests
+    meaningful instead of failing them. Ours not installed here are left out (the allow-list
+    warns of names it does not find)."""
+    from importlib import metadata
+    installed = []
+    for name in OWN_PLUGINS:
+        try:
+            metadata.distribution(name)
+        except metadata.PackageNotFoundError:
+            continue
+        installed.append(name)
+    return ",".join(installed + list(extra))
+
+
 @dataclass
 class Result:
     rc: int

@@ -15,7 +15,7 @@ import subprocess
 import sys
 
 import pytest
-from _plugin_dists import _PYCACHE, BROKEN_IMPORT, GOOD, PluginEnv
+from _plugin_dists import _PYCACHE, BROKEN_IMPORT, GOOD, PluginEnv, own_plugins
 
 CORE = pathlib.Path(__file__).resolve().parents[1] / "tensorplay_core" / "tensorplay"
 
@@ -136,7 +136,7 @@ def test_import_with_all_plugins_imports_no_array_library(env):
         result({"heavy": sorted(m for m in ("numpy", "cupy", "triton", "torch")
                                 if m in sys.modules), "loaded": loaded,
                 "metadata": "importlib.metadata" in sys.modules})
-    ''')
+    ''', TENSORPLAY_PLUGINS=own_plugins("tensorplay-goodpack"))    # (not a user's own packs)
     baseline = env.run('result("importlib.metadata" in sys.modules)').data
     assert r.data["heavy"] == []
     if not baseline:   # nothing at startup imports it here: the scan must not either (~10-20 ms)
@@ -574,7 +574,7 @@ def test_example_pack_declares_a_lazy_cpu_kernel(env):
         out["close"] = tensorplay.allclose(y, ref, rtol=1e-5, atol=1e-6)
         out["kernel"] = tensorplay.library.get_kernel("example::rms_norm", "cpu").__module__
         result(out)
-    ''').data
+    ''', TENSORPLAY_PLUGINS=own_plugins()).data     # (a user's pack may import numpy: theirs)
     if "skip" in d:
         pytest.skip(f"example pack not installed: {d['skip']}")
     assert d["lazy"].get("example::rms_norm.cpu") == "tensorplay_example_ops.cpu_kernels:rms_norm"

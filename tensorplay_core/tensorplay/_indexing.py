@@ -104,6 +104,54 @@ def _normalize(index):
     return index
 
 
+def _int64_values(seq):
+    """``seq`` (nested lists/tuples of Python numbers) with each float truncated toward zero as
+    torch's int64 conversion does; a NaN, an infinity or a value beyond int64 is torch's
+    RuntimeError."""
+    out = []
+    for v in seq:
+        if isinstance(v, (list, tuple)):
+            out.append(_int64_values(v))
+        elif isinstance(v, float):
+            if not -9.223372036854775808e18 <= v < 9.223372036854775808e18:    # (NaN too)
+                raise RuntimeError("value cannot be converted to type int64 without overflow")
+            out.append(int(v))
+        else:
+            out.append(v)
+    return out
+
+
+def _holds_tensor(seq) -> bool:
+    return any(_is_tensor(v) or isinstance(v, (list, tuple)) and _holds_tensor(v) for v in seq)
+
+
+def sequence_index(seq, device):
+    """A list, tuple or array (NumPy's or another library's) used as an index, as torch's index
+    tensor (its ``indexing_tensor_from_data``): bool and uint8 data keep their dtype (masks),
+    any other becomes int64 -- so ``[]`` is an empty int64 index (``x[[]]`` has shape ``(0,
+    ...)``), not the float32 of ``tensor([])``, and floats truncate toward zero (``x[[1.7]]`` is
+    ``x[[1]]``; NaN, an infinity or a value beyond int64 is a RuntimeError). A list holding
+    tensors keeps the dtype they give (a float tensor in it stays refused as an index)."""
+    t = _tensor(seq, device=device)
+    if t.raw_dtype.is_floating_point:
+        if isinstance(seq, (list, tuple)):
+            if not _holds_tensor(seq):
+                t = _tensor(_int64_values(seq), dtype=_dtype.int64, device=device)
+        else:   # an array of floats: through its values, as a list's (torch reads it so too)
+            t = _tensor(_int64_values(seq.tolist()), dtype=_dtype.int64, device=device)
+    return t
+
+
+def _mask_mismatch(x, dim, mask):
+    """torch's IndexError for bool ``mask`` indexing ``x`` (the tensor after the basic indices)
+    from dim ``dim`` whose shape differs there: the mask's first mismatching dim ``j`` and
+    ``x``'s dim ``dim + j``."""
+    ms, xs = list(mask.shape), list(x.shape)
+    j = next((j for j, n in enumerate(ms) if dim + j >= len(xs) or xs[dim + j] != n), 0)
+    return IndexError(f"The shape of the mask {ms} at index {j} does not match the shape of "
+                      f"the indexed tensor {xs} at index {dim + j}")
+
+
 def _dims_consumed(i):
     """How many dims of the indexed tensor one index entry takes: a bool mask (tensor or
     array) its own ndim, as torch (so ``x[..., mask]`` with a 2-D mask leaves ``x.ndim - 2`` dims
@@ -146,7 +194,7 @@ def _split(x, index, api="index"):
             dim += 1
         elif getattr(i, "ndim", 0) and not _is_tensor(i) and hasattr(i, "__array__"):
             # a NumPy (or other array-like) index array: as the tensor of its values
-            t = _tensor(i, device=x.device)
+            t = sequence_index(i, x.device)
             if t.dtype is _dtype.uint8:
                 t = byte_mask(t)
             elif t.dtype is not _dtype.bool:
@@ -162,7 +210,7 @@ def _split(x, index, api="index"):
             out = O.slice(out, dim, i.start, i.stop, i.step or 1)
             dim += 1
         elif _is_tensor(i) or isinstance(i, (list, tuple)):
-            t = i if _is_tensor(i) else _tensor(i, device=x.device)
+            t = i if _is_tensor(i) else sequence_index(i, x.device)
             if t.raw_dtype is _dtype.uint8:
                 t = byte_mask(t)      # torch's (deprecated) byte mask
             if t.dtype is _dtype.bool:
@@ -262,8 +310,7 @@ def getitem(x, index):
         if idx.ndim == out.ndim and dim == 0:
             if idx.raw_shape != out.raw_shape:
                 # (masked_select would broadcast them, or fail with no word about the mask)
-                raise IndexError(f"The shape of the mask {list(idx.shape)} at index 0 does not "
-                                 f"match the shape of the indexed tensor {list(out.shape)}")
+                raise _mask_mismatch(out, 0, idx)
             return O.masked_select(out, idx)
         raise IndexError("bool mask indices must cover the leading dimensions of the tensor")
     return O.index(out, dim, idx)
@@ -280,11 +327,8 @@ def _linear_index(x, advanced):
     pairs = []
     for dim, t in advanced:
         if t.dtype is _dtype.bool:      # a k-dim mask is k index tensors (its nonzero positions)
-            ms = tuple(t.shape)
-            if ms != tuple(x.shape[dim:dim + t.ndim]):
-                raise IndexError(f"The shape of the mask {list(ms)} at index {dim} does not "
-                                 f"match the shape of the indexed tensor "
-                                 f"{list(x.shape[dim:dim + t.ndim])}")
+            if tuple(t.shape) != tuple(x.shape[dim:dim + t.ndim]):
+                raise _mask_mismatch(x, dim, t)
             nz = O.nonzero(t)
             pairs += [(dim + j, O.select(nz, 1, j)) for j in range(t.ndim)]
         else:
@@ -569,6 +613,10 @@ def setitem(x, index, value, checks=True):
     if idx.dtype is _dtype.bool:
         if dim != 0 or idx.ndim != out.ndim:
             raise IndexError("bool mask assignment needs a mask of the tensor's full shape")
+        if idx.raw_shape != out.raw_shape:
+            # torch's: the mask's shape is the indexed one, exactly (masked_fill_ would
+            # broadcast a [1, 4] mask over a 3x4 x, or fail with no word about the mask)
+            raise _mask_mismatch(out, 0, idx)
         O.masked_fill_(out, idx, value)
     else:
         O.index_put_(out, dim, idx, value)

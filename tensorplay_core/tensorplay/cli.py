@@ -849,6 +849,26 @@ def _devices_of(recs) -> dict:
     return out
 
 
+def _relevant_devices(recs, ops_filter, installed) -> set:
+    """The device types the ops a run checks have kernels for: those of the loaded plugins in
+    ``recs``, only the ops in ``ops_filter`` when given. A device-independent kernel (key
+    ``"default"``) runs on any device, so it makes each of ``installed`` (the devices loaded
+    plugins provide) one the op would be checked on."""
+    from tensorplay.testing.plugin_check import plugin_ops
+    out = set()
+    for r in recs:
+        if r.status != "loaded":
+            continue
+        for op, devs in plugin_ops(r.dist):
+            if ops_filter is not None and op.name not in ops_filter:
+                continue
+            keys = set(devs) if devs is not None else set(op.kernel_stacks())
+            if "default" in keys:
+                out |= set(installed)
+            out |= keys - {"default"}
+    return out
+
+
 def _short_kernel(desc: str) -> str:
     """``"cpu: pkg.mod:fn (plugin dist)"`` -> ``"cpu: pkg.mod:fn"`` (the plugin is the row's
     group); kept whole in JSON and in failure messages."""
@@ -1001,7 +1021,11 @@ def _cmd_check(args) -> int:
         sys.stderr.write("\r\033[K")      # the progress line goes; the tables follow
         sys.stderr.flush()
     rows, failures, unchecked = _rows(results)
-    n_checked = sum(1 for x in results if x.status in ("passed", "failed"))
+    # a sample whose check ran and failed, raised or timed out counts as checked (it was, and
+    # failed); one whose op's samples were never made (``sample`` empty) does not
+    n_checked = sum(1 for x in results if x.status in ("passed", "failed")
+                    or (x.status == "error" and x.sample))
+    n_timed_out = sum(1 for x in results if x.timed_out)
     # devices that cannot be checked here: one line each (plugin, reason and fix), however many
     # ops have kernels for them; never counted as checked
     unavailable = {}
@@ -1015,11 +1039,12 @@ def _cmd_check(args) -> int:
     if not args.device:
         installed = {d for x in plugins.list_plugins() if x["status"] == "loaded"
                      for d in x["devices"]}
-        # only devices the selected plugins' ops have kernels for (a cpu plugin's check says
-        # nothing about cuda); the engine reports a device only for ops that had no other one,
-        # so kernels for a device whose plugin is unavailable, blocked or broken are said here
-        # even when another device checked those ops
-        relevant = {d for ds in _devices_of(recs).values() for d in ds}
+        # only devices the selected ops have kernels for (a cpu plugin's check says nothing
+        # about cuda; a device-independent kernel would run on each), the same set whether the
+        # ops were named or their plugin; the engine reports a device only for ops that had no
+        # other one, so kernels for a device whose plugin is unavailable, blocked or broken are
+        # said here even when another device checked those ops
+        relevant = _relevant_devices(recs, ops_filter, installed)
         for d in sorted(relevant - set(devices)):
             if d not in unavailable and (d in installed or failed_provider(d) is not None):
                 unavailable[d] = {"plugin": _provider(d), "reason": plugins.device_status(d)[1],
@@ -1099,7 +1124,10 @@ def _cmd_check(args) -> int:
                 " matching the filters" if (args.plugin or args.ops) else
                 " (pip install an op pack, e.g. tensorplay-example-ops)"))
         elif devices:
-            why.append("no op had a kernel and sample inputs on the selected devices")
+            unmade = sorted({x.op for x in results if x.status == "error" and not x.sample})
+            why.append(f"the sample inputs of {', '.join(unmade)} could not be made (see "
+                       f"Failures above)" if unmade else
+                       "no op had a kernel and sample inputs on the selected devices")
         _err(f"\ntensorplay check: nothing was checked: {'; '.join(why)}.")
     n_fail = len(plugin_failures) + len(failures)
     n_ops = len({x.op for x in results})
@@ -1117,7 +1145,8 @@ def _cmd_check(args) -> int:
         for line in slow:
             print(f"- {line}", file=out)
     print(f"\n{n_checked} sample(s) of {n_ops} op(s), {len(rows)} kernel row(s): {where}; "
-          f"{n_fail} failure(s) in {total_ms:.0f} ms", file=out)
+          f"{n_fail} failure(s)" + (f" ({n_timed_out} sample(s) timed out)" if n_timed_out
+                                     else "") + f" in {total_ms:.0f} ms", file=out)
     if args.json_path:
         _write_json({"ok": not (n_fail or nothing), "samples_checked": n_checked,
                      "devices": devices, "rows": rows, "samples": _sample_records(results),

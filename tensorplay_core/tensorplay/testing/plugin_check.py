@@ -62,7 +62,9 @@ class PluginCheckResult:
     """The outcome of ``opcheck`` for one (op, device, sample).
 
     ``status``: ``"passed"``, ``"failed"`` (``failures`` maps opcheck test name to message),
-    ``"error"`` (the samples or the check could not run; ``message`` says why) or ``"skipped"``
+    ``"error"`` (the samples or the check could not run, or ran past the time limit:
+    ``timed_out``; ``message`` says why; ``sample`` is ``""`` when the samples were not made) or
+    ``"skipped"``
     (no sample inputs for this op on this device, or ``device_unavailable``: the op's kernels
     are for a device that is not available here, ``message`` saying why). ``seconds`` is the
     wall time; ``check_seconds`` the time of each check (test name -> seconds) and ``notes``
@@ -83,6 +85,9 @@ class PluginCheckResult:
     device_unavailable: bool = False
     check_seconds: dict = field(default_factory=dict)   # test name -> wall time of that check
     notes: dict = field(default_factory=dict)   # test name -> why a check skipped / what it left
+    # an ``error`` that ran past the time limit (``timeout_result``): of checking ``sample``,
+    # or with no sample, of making the op's samples
+    timed_out: bool = False
 
     @property
     def ok(self) -> bool:
@@ -243,7 +248,9 @@ def run_case(case: CheckCase, *, test_utils="DEFAULT", atol=None, rtol=None, tim
     sample ``i`` whether to end there (a parallel run hands the rest of a long case to an idle
     worker). ``report``: optional callable given
     ``("samples", n)`` once the samples are made, ``("sample", i, label)`` just before sample
-    ``i`` is checked and ``("result", r)`` after it (a parallel run's worker streams them to
+    ``i`` is checked and ``("result", r)`` after it (the last of ``n``, a sample with a leading
+    dimension of 0 derived from the others, is made in its own turn and gives no result when
+    the op does not take it) (a parallel run's worker streams them to
     its parent, so a crash or a hang names the sample and loses none of the others)."""
     from .. import _registry
     from ..plugins import manager
@@ -260,7 +267,6 @@ def run_case(case: CheckCase, *, test_utils="DEFAULT", atol=None, rtol=None, tim
     try:
         with time_limit(timeout):
             samples = list(manager.sample_inputs(op, case.device))
-            zero = derive_zero_size(op, samples) if samples else None
     except TimedOut:
         return _said(report, [timeout_result(case, "", timeout, plugin, kdesc,
                                              time.perf_counter() - t0)])
@@ -274,17 +280,22 @@ def run_case(case: CheckCase, *, test_utils="DEFAULT", atol=None, rtol=None, tim
             plugin, case.op, case.device, "", "skipped",
             message=f"no sample inputs: implement the tensorplay_sample_inputs hook in "
                     f"{case.plugin} for {case.op} on {case.device}", kernel=kdesc)])
-    if zero is not None:
-        samples.append(zero)
+    # the sample with a leading dimension of 0 comes last, made in its own turn (as a sample
+    # is checked, under the same limit): whether the op takes it is asked of the op itself --
+    # its fake, else its kernel -- so a slow kernel is blamed on checking that sample, not on
+    # the sample hooks, which have returned
+    src = _zero_size_source(samples)
+    n = len(samples) + (src is not None)
     if report is not None:
-        report(("samples", len(samples)))
+        report(("samples", n))
     out = []
-    for i, s in enumerate(samples):
+    for i in range(n):
         if i < start:
             continue
         if stop is not None and stop(i):
             break
-        label = s.name or f"sample{i}"
+        s = samples[i] if i < len(samples) else None
+        label = _derived_name(src) if s is None else (s.name or f"sample{i}")
         if report is not None:
             report(("sample", i, label))
         # each sample from its own seed: what an op draws (dropout-like kernels) does not depend
@@ -298,6 +309,10 @@ def run_case(case: CheckCase, *, test_utils="DEFAULT", atol=None, rtol=None, tim
                 # NumPy's "mean of empty slice" & co on 0-size samples: the op's result (NaN,
                 # as torch gives) is what is checked, the warning is noise here
                 warnings.filterwarnings("ignore", category=RuntimeWarning, module="numpy")
+                if s is None:
+                    s = _derive_from(op, src)
+                    if s is None:       # the op does not take an empty batch: no such sample
+                        break
                 # checks a sample declares not applicable (``skip_checks``: name -> reason,
                 # e.g. the fake check of a data-dependent op) are reported as skipped
                 skip = dict(getattr(s, "skip_checks", None) or {})
@@ -404,7 +419,7 @@ def timeout_result(case, sample, limit, plugin, kdesc, seconds=0.0):
            f"fix it, or give more time (tensorplay check --timeout SECONDS; "
            f"check_plugin(timeout=...))")
     return PluginCheckResult(plugin, case.op, case.device, sample, "error", message=msg,
-                             seconds=seconds, kernel=kdesc)
+                             seconds=seconds, kernel=kdesc, timed_out=True)
 
 
 def derive_zero_size(op, samples):
@@ -412,39 +427,56 @@ def derive_zero_size(op, samples):
     leading dimension: every tensor whose leading size equals that tensor's is sliced to
     ``[:0]``. None when a sample already has such a tensor, none can be derived, or the op's
     fake kernel rejects it (then the op does not take empty batches)."""
+    src = _zero_size_source(samples)
+    return None if src is None else _derive_from(op, src)
+
+
+def _sample_tensors(s):
+    from .opcheck import _map_tensors
+    found = []
+    _map_tensors((tuple(s.args), tuple(s.kwargs.values())), lambda t: found.append(t) or t)
+    return found
+
+
+def _zero_size_source(samples):
+    """The sample :func:`derive_zero_size` derives from (the first with a tensor of a leading
+    dimension), or None when a sample already has a leading dimension of 0 or none has a
+    tensor of one. Cheap: nothing runs."""
+    for s in samples:
+        if any(t.ndim >= 1 and t.shape[0] == 0 for t in _sample_tensors(s)):
+            return None
+    for s in samples:
+        if any(t.ndim >= 1 for t in _sample_tensors(s)):
+            return s
+    return None
+
+
+def _derived_name(src) -> str:
+    return f"derived: leading dim 0 (from {src.name or 'sample'})"
+
+
+def _derive_from(op, s):
+    """``s`` with every tensor whose leading size is its first such tensor's sliced to
+    ``[:0]``, or None when the op's fake kernel (or what runs on fake inputs) rejects it."""
     from .._tensor import Tensor
     from ..plugins import SampleInput
     from .opcheck import _map_tensors
+    lead = next(t for t in _sample_tensors(s) if t.ndim >= 1).shape[0]
 
-    def tensors(s):
-        found = []
-        _map_tensors((tuple(s.args), tuple(s.kwargs.values())),
-                     lambda t: found.append(t) or t)
-        return found
-    for s in samples:
-        if any(t.ndim >= 1 and t.shape[0] == 0 for t in tensors(s)):
-            return None
-    for s in samples:
-        first = next((t for t in tensors(s) if t.ndim >= 1), None)
-        if first is None:
-            continue
-        lead = first.shape[0]
-
-        def cut(t):
-            if isinstance(t, Tensor) and t.ndim >= 1 and t.shape[0] == lead:
-                return t.detach()[:0]
-            return t
-        args = tuple(_map_tensors(a, cut) for a in s.args)
-        kwargs = {k: _map_tensors(v, cut) for k, v in s.kwargs.items()}
-        from .aot import _shape_generic
-        if not _shape_generic(op, args, kwargs):
-            return None
-        d = SampleInput(args, kwargs, f"derived: leading dim 0 (from {s.name or 'sample'})")
-        skip = getattr(s, "skip_checks", None)
-        if skip:        # what the source sample declares not applicable stays so (tp::nonzero)
-            d.skip_checks = dict(skip)
-        return d
-    return None
+    def cut(t):
+        if isinstance(t, Tensor) and t.ndim >= 1 and t.shape[0] == lead:
+            return t.detach()[:0]
+        return t
+    args = tuple(_map_tensors(a, cut) for a in s.args)
+    kwargs = {k: _map_tensors(v, cut) for k, v in s.kwargs.items()}
+    from .aot import _shape_generic
+    if not _shape_generic(op, args, kwargs):
+        return None
+    d = SampleInput(args, kwargs, _derived_name(s))
+    skip = getattr(s, "skip_checks", None)
+    if skip:        # what the source sample declares not applicable stays so (tp::nonzero)
+        d.skip_checks = dict(skip)
+    return d
 
 
 def check_plugin(name: str, device=None, *, ops=None, test_utils="DEFAULT", atol=None,
