@@ -4,7 +4,8 @@
 Basic indices (ints, slices, ``None``, ``...``) decompose into the view ops ``select``,
 ``slice`` and ``unsqueeze``, so results alias the input. One integer tensor/list index gathers
 along its dimension (``index``; a copy), and a bool mask selects elements (``masked_select``;
-a copy whose size depends on the data, so it has no fake rule). Lists and arrays used as indices
+a copy whose size depends on the data: its fake rule gives a data-dependent size, as nonzero's,
+which ``tensorplay.compile`` captures). Lists and arrays used as indices
 become tensors through ``tensorplay.tensor`` (``_factories``), which is why this sits above the
 ops and the factories rather than with the index ops in ``_ops/indexing``.
 """
