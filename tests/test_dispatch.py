@@ -352,9 +352,12 @@ class TestGeneratedCall:
 
     def test_fast_path_is_a_plain_lookup(self, op4):
         src = type(op4)._call_source
+        # then the kernel's result gets one class test against the schema's return (-> Tensor)
         assert re.search(r"\n    try:\n        (__f) = __table\[_*k\]\n    except KeyError:\n"
                          r"        \1 = None\n    if \1 is None:\n        \1 = __miss\(_*k\)\n"
-                         r"    return \1\(x, ys, z, w=w\)$", src), src
+                         r"    (__r) = \1\(x, ys, z, w=w\)\n"
+                         r"    if \2.__class__ is not __T: __badret\(__op, _*k, \2\)\n"
+                         r"    return \2$", src), src
         for slow in ("lock", "hook", "import", "isinstance", "inspect"):
             assert slow not in src
 

@@ -5,7 +5,9 @@ Python signature, so argument binding is done by the interpreter itself. Its bod
 ``_dkey`` attribute of each tensor parameter, compares them with ``is`` and indexes the op's
 dispatch table. Only when keys differ (mixed devices, autograd, fake, capture) does it leave the
 fast path for ``resolve_key``. No hook calls, no validation the contract says is trusted
-(``mutates_args`` is trusted in eager mode; ``opcheck`` verifies it).
+(``mutates_args`` is trusted in eager mode; ``opcheck`` verifies it). A custom op's result gets
+one class test (and a length for several outputs) against its schema's returns, as torch
+converts it (``_return_test``); only a miss takes the slow path (``bad_return``).
 
 The non-device entries of the table (``meta``, ``autograd``, ``capture``) are built by the layers
 that own them (``fake``, ``autograd.function``, ``_capture``); the package root installs those
@@ -585,6 +587,13 @@ def make_call(op, scalar_ok=(), number_self=None, out=None, partial=(),
     # except clause so its errors are not shown as raised "during handling of" the KeyError
     lookup = ["    try:", "        __f = __table[__k]", "    except KeyError:", "        __f = None",
               "    if __f is None:", "        __f = __miss(__k)"]
+    # a custom op's result must have its schema's returns (torch converts it to them and raises
+    # at the call): one class test (and a length) on the result, the slow path only on a miss.
+    # Eager, fake (meta), autograd and compiled calls all return through here. Aliasing and
+    # mutation are not checked (trusted, as mutates_args; opcheck's test_schema checks them)
+    ret_test = None if op.is_builtin else _return_test(op.schema)
+    if ret_test is not None:
+        ns["__badret"], ns["__len"] = bad_return, len
     if mutated and not op.is_builtin:
         # eager execution trusts mutates_args; we only keep _version honest (bookkeeping, no
         # check): one bump per written argument per call (see bump_written)
@@ -608,10 +617,16 @@ def make_call(op, scalar_ok=(), number_self=None, out=None, partial=(),
             # themselves, as torch checks after the kernel; identity tests, nothing for others
             lines.append(tagged)
             ns["__tagret"] = bad_tagged_return
+        if ret_test is not None:
+            lines.append(f"    if {ret_test}: __badret(__op, __k, __r)")
         lines.append("    return __r")
     else:
         lines.extend(lookup)
-        lines.append(f"    return __f({call})")
+        if ret_test is not None:
+            lines += [f"    __r = __f({call})", f"    if {ret_test}: __badret(__op, __k, __r)",
+                      "    return __r"]
+        else:
+            lines.append(f"    return __f({call})")
     src = "\n".join(lines)
     plain_src = None
     if out is not None:
@@ -675,6 +690,132 @@ def _signature(fn, op):
         params.append(p)
     return sig.replace(parameters=params)
 
+
+
+def _return_kind(rtype: str) -> str | None:
+    """What a call checks of a value returned for schema return type ``rtype``: ``"tensor"``
+    (``Tensor``), ``"optional"`` (``Tensor?``), ``"list"`` (``Tensor[]``, ``Tensor?[]``),
+    ``"optional_list"`` (``Tensor[]?``), or None (numbers, strings, dtypes...: not checked at
+    the call)."""
+    if not rtype.startswith("Tensor"):
+        return None
+    if "[]" in rtype:
+        return "optional_list" if rtype.endswith("?") else "list"
+    return "optional" if rtype == "Tensor?" else "tensor"
+
+
+def _return_test(schema) -> str | None:
+    """The generated condition (on ``__r``) that sends a custom op's result to ``bad_return``:
+    true whenever the result may not have the structure of ``schema``'s returns. The cheapest
+    test that decides the common result: one class test, and a length for several outputs
+    (a plain Tensor, a tuple for several outputs, a list for ``Tensor[]`` pass on the spot;
+    anything else -- None for a ``Tensor``, a subclass, a named tuple or a list for several
+    outputs, a 1-tuple for ``-> (Tensor)`` -- gets ``return_problem``'s answer). None when
+    nothing is checked (one non-tensor return)."""
+    rets = schema.returns
+    if not rets:
+        return "__r is not None"
+    if len(rets) > 1:
+        # (a list, as torch takes too, passes on the slow path)
+        return f"__r.__class__ is not __c_tuple or __len(__r) != {len(rets)}"
+    kind = _return_kind(rets[0].type)
+    if kind == "tensor":
+        return "__r.__class__ is not __T"
+    if kind == "optional":
+        return "__r is not None and __r.__class__ is not __T"
+    if kind == "list":
+        return "__r.__class__ is not __c_list"
+    if kind == "optional_list":
+        return "__r is not None and __r.__class__ is not __c_list"
+    return None
+
+
+def return_problem(schema, result) -> str | None:
+    """What ``schema``'s returns declare (``"2 outputs"``, ``"one Tensor"``...) when ``result``
+    does not have their structure; None when it has.
+
+    The rule (torch's conversion of a custom op's result, structure only): ``-> ()`` takes None;
+    ``Tensor`` a Tensor, or None (torch's undefined tensor); ``Tensor?`` a Tensor or None;
+    ``Tensor[]`` a list or tuple (``Tensor[]?`` also None); several returns a tuple or list
+    (named tuples too) of that length; one parenthesised return (``-> (Tensor)``) its value or
+    a 1-tuple of it. Elements of a returned sequence and non-tensor returns are not looked at
+    (``opcheck`` checks them)."""
+    rets = schema.returns
+    if not rets:
+        return None if result is None else "no output"
+    if len(rets) > 1:
+        if isinstance(result, (tuple, list)) and len(result) == len(rets):
+            return None
+        return f"{len(rets)} outputs"
+    kind = _return_kind(rets[0].type)
+    if kind is None or _fits(kind, result):
+        return None
+    if schema.returns_tuple and isinstance(result, (tuple, list)) and len(result) == 1 and \
+            _fits(kind, result[0]):
+        return None
+    return {"tensor": "one Tensor", "optional": "a Tensor or None",
+            "list": "a list of Tensors", "optional_list": "a list of Tensors or None"}[kind]
+
+
+def _fits(kind: str, v) -> bool:
+    if kind == "list":
+        return isinstance(v, (list, tuple))
+    return v is None or isinstance(v, (list, tuple) if kind == "optional_list" else TensorBase)
+
+
+def _describe_value(v) -> str:
+    if isinstance(v, TensorBase):
+        return f"a Tensor of shape {tuple(v.shape)}"
+    if isinstance(v, (tuple, list)):
+        return f"a {type(v).__name__} of {len(v)}"
+    if v is None:
+        return "None"
+    r = repr(v)
+    return f"{type(v).__name__} {r if len(r) <= 40 else r[:37] + '...'}"
+
+
+def bad_return(op, key, result) -> None:
+    """A custom op's result failed the call's quick test (``_return_test``): return when it has
+    the structure of the schema's returns after all (``return_problem``), else raise
+    ``OpReturnError`` (a ``RuntimeError`` and a ``TypeError``, as torch raises one or the other)
+    naming the op, the kernel that returned it (``key``: the dispatch key of the call; ``meta``
+    and ``capture`` ran the fake kernel), the schema's returns, what came back and the fix."""
+    schema = op.schema
+    why = return_problem(schema, result)
+    if why is None:
+        return
+    from .errors import OpReturnError
+    rets = schema.returns
+    fake = key in ("meta", "capture")
+    if fake:
+        fk = op.fake_kernel
+        who = (f"its fake kernel ({fk.source})" if fk is not None else
+               "its kernel, run as its fake kernel (no register_fake),")
+    else:
+        if key == "autograd":
+            # (the device kernel ran below autograd: named when the op has one kernel)
+            srcs = {_registry._source_of(k) for k in
+                    (op.active_kernel(d) for d in op.kernel_stacks()) if k is not None}
+            src = srcs.pop() if len(srcs) == 1 else None
+            who = "its kernel"
+        else:
+            k = op.active_kernel(key) or op.active_kernel("default")
+            src = _registry._source_of(k) if k is not None else None
+            who = f"its {key} kernel"
+        who += f" ({src})" if src else ""
+    if not rets:
+        fix = "return None"
+    elif len(rets) > 1:
+        fix = f"return a tuple of {len(rets)} ({', '.join(r.type for r in rets)})"
+    else:
+        fix = {"tensor": "return a Tensor", "optional": "return a Tensor or None",
+               "list": "return a list of Tensors",
+               "optional_list": "return a list of Tensors or None"}[_return_kind(rets[0].type)]
+    raise OpReturnError(
+        f"{op.name}: {who} returned {_describe_value(result)}, but its schema "
+        f"{schema.signature_str()} declares {why}. Fix the "
+        f"{'fake ' if fake and op.fake_kernel is not None else ''}kernel to {fix}, or make the return annotation (or schema) say what it returns "
+        f"(torch.library raises at the call as well).")
 
 
 def _tagged_return_check(op, written) -> str | None:

@@ -17,6 +17,8 @@
     │   │   └── NoKernelError      no kernel registered for the call's device (also a
     │   │                          NotImplementedError, the type torch raises)
     │   ├── OpCheckError           opcheck found failures (carries ``.failures``)
+    │   ├── OpReturnError          a custom op's kernel (or fake kernel) returned a value that
+    │   │                          does not have its schema's returns (also a TypeError)
     │   ├── PluginError            a plugin failed to load / conflicts (carries the record)
     │   ├── DeviceUnavailableError a device's plugin is installed but the device cannot be used
     │   └── CompileError           tensorplay.compile cannot capture/run a function (or a fake lies)
@@ -63,6 +65,14 @@ class NoKernelError(DispatchError, NotImplementedError):
     ``NotImplementedError``, the type torch's dispatcher raises for "Could not run 'ns::op' with
     arguments from the 'CPU' backend", so ``except NotImplementedError`` code ported from torch
     catches it."""
+
+
+class OpReturnError(RuntimeError, TypeError):
+    """A custom op's kernel, or its fake kernel, returned a value that does not have the
+    structure of the op's schema returns (one Tensor, a tuple of the declared length, None for
+    ``-> ()``...). torch raises at the same call, a ``RuntimeError`` for most such values and a
+    ``TypeError`` for a non-sequence where several outputs are declared: this is both, so code
+    ported from torch catches it either way."""
 
 
 class OpCheckError(RuntimeError):

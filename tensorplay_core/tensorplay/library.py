@@ -272,6 +272,15 @@ def custom_op(name, fn=None, /, *, mutates_args, device_types=None, schema=None,
     (positional, keyword, lists, optionals); ops with no tensor arguments dispatch on their
     ``device`` parameter.
 
+    A call checks the structure of what the kernel returned against the schema's returns, as
+    torch does, eager, fake (``register_fake``'s result) and compiled alike: a Tensor (or None)
+    for ``Tensor``, a Tensor or None for ``Tensor?``, a list or tuple for ``Tensor[]``, a
+    tuple or list of the declared length for several outputs, None for ``-> ()``. Anything else
+    raises ``tensorplay.errors.OpReturnError`` (a ``RuntimeError`` and a ``TypeError``: torch
+    raises one or the other) naming the op, the kernel, the schema's returns and what came
+    back. The elements of a returned sequence, non-tensor returns, and aliasing of inputs are
+    not checked at the call (``opcheck``'s ``test_schema`` checks them).
+
     Raises (nothing is registered when any is raised):
 
     * ``ValueError`` -- a ``Tag.inplace``/``Tag.out`` op whose parameters, ``mutates_args``,
@@ -547,10 +556,21 @@ def impl(qualname: str | CustomOpDef[..., Any], types: DeviceTypes, func: _F, /,
          lib: Library | None = None) -> _F: ...
 
 
+@overload
+def impl(qualname: Library, types: str, func: str | None = None, /) -> Callable[[_F], _F]: ...
+
+
 def impl(qualname, types, func=None, /, *, lib=None):
     """Attach ``func`` as the kernel of op ``qualname`` (``"ns::op"``, an overload
     ``"ns::op.overload"``, or a ``CustomOpDef``) for
     ``types`` (same as ``torch.library.impl``); decorator when ``func`` is omitted.
+
+    torch's older form, which torch still accepts, is a decorator too:
+    ``impl(lib, name, dispatch_key="")`` with a ``Library`` first, then the op's name (as
+    ``Library.impl`` takes it: ``"op"`` in the library's namespace, ``"ns::op"``...) and a
+    dispatch key; ``@impl(lib, "op", "CPU") def f(x): ...`` is ``lib.impl("op", f, "CPU")`` (the
+    same registration, undone when the library closes) and returns ``f``. A function given in
+    that form, or ``lib=``, raises ``TypeError`` (as torch's).
 
     ``types``: concrete devices (``"cpu"``, ``"CUDA"``, a list) or composite spellings
     (``"CompositeExplicitAutograd"``/``"CompositeImplicitAutograd"``/``"default"``/``None``: the
@@ -563,10 +583,36 @@ def impl(qualname, types, func=None, /, *, lib=None):
     or autograd key, a built-in op, a ``func`` that cannot bind the schema, or a device kernel
     on an op that cannot dispatch to it.
     """
+    if isinstance(qualname, Library):
+        return _impl_on_library(qualname, types, func, lib)
     api = f"impl({qualname!r})"
     op = _resolve(qualname, api)
     _check_lib(lib, api, op.namespace)
     return _register_kernel(op, types, func, lib, api)
+
+
+def _impl_on_library(library, name, dispatch_key, lib):
+    """``impl(library, name, dispatch_key)``: torch's older form of ``impl``, a decorator doing
+    ``library.impl(name, f, dispatch_key)`` (``dispatch_key`` None: omitted, the library's
+    default key). Raises ``TypeError`` for a function in the key's place or ``lib=`` (torch's
+    form takes neither)."""
+    api = f"impl({library!r}, {name!r})"
+    if lib is not None:
+        raise TypeError(f"{api}: lib= is not taken with a Library as first argument (torch's "
+                        f"older form impl(lib, name, dispatch_key)); the registration belongs "
+                        f"to that library already")
+    if dispatch_key is None:
+        dispatch_key = ""
+    if not isinstance(dispatch_key, str):
+        raise TypeError(f"{api}: with a Library first, impl(lib, name, dispatch_key) is a "
+                        f"decorator (torch's older form): the third argument is a dispatch key "
+                        f"such as 'CPU', got {dispatch_key!r}. Write @impl(lib, {name!r}, 'CPU') "
+                        f"over the function, or lib.impl({name!r}, fn, 'CPU')")
+
+    def wrap(f):
+        library.impl(name, f, dispatch_key)
+        return f
+    return wrap
 
 
 _NO_TYPES = object()   # _split_autograd: every key given was an autograd key

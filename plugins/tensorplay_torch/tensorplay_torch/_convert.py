@@ -57,7 +57,15 @@ def reraise(e: BaseException, prefix: str):
     printed under the message in tracebacks from Python 3.11; on 3.10 only kept in
     ``__notes__``) naming the op, the pack and the side: ``prefix``, then the exception's type and
     the first line of its message. An exception passing the same place twice gets the note
-    once."""
+    once.
+
+    One exception is converted: TensorPlay's ``OpReturnError`` (a kernel or fake kernel returned
+    what the op's schema does not declare, refused by the op's own call) becomes a
+    ``ReturnsError``, a ``BridgeError`` that is still an ``OpReturnError``, with ``prefix`` in its
+    message: the bridge refuses such results with a ``BridgeError`` naming the op and the pack
+    (``check_returns``), whichever side finds them first."""
+    if isinstance(e, _tp_errors.OpReturnError) and not isinstance(e, BridgeError):
+        raise ReturnsError(f"{prefix}: {e}") from e
     text = str(e).strip().split("\n", 1)[0]
     if len(text) > 300:
         text = text[:297] + "..."
@@ -73,6 +81,12 @@ def reraise(e: BaseException, prefix: str):
         except Exception:  # noqa: BLE001, S110 - __notes__ replaced by something else: no note
             pass
     raise e
+
+
+class ReturnsError(BridgeError, _tp_errors.OpReturnError):
+    """A bridged op's kernel (or fake kernel) returned what its schema does not declare, as
+    TensorPlay's call found it: both a ``BridgeError`` and TensorPlay's
+    ``tensorplay.errors.OpReturnError`` (``reraise``)."""
 
 
 class DeviceUnavailable(BridgeError, _tp_errors.DeviceUnavailableError):
