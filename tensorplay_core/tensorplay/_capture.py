@@ -519,7 +519,7 @@ def dynamic_names(text: str) -> str:
                             if int(m.group()) >= DYNAMIC_SIZE_BASE else m.group(), text)
 
 
-_PLACEHOLDER = re.compile(r"\d{19,}")    # (DYNAMIC_SIZE_BASE = 2**62 has 19 digits)
+_PLACEHOLDER = re.compile(r"\d{19,}")    # (DYNAMIC_SIZE_BASE, 2**62 + 2**60, has 19 digits)
 
 
 def _dynamic_break(why: str) -> DataDependentGraphBreak:
@@ -1307,7 +1307,7 @@ def _names_dynamic_size(err) -> bool:
 def _has_dynamic_size(fargs, fkwargs) -> bool:
     """Whether a fake argument of an op has a data-dependent dimension (error path only)."""
     for t in _pytree.tree_leaves(fkwargs, Tensor, _pytree.tree_leaves(list(fargs), Tensor)):
-        if isinstance(t, Tensor) and any(n >= DYNAMIC_SIZE_BASE for n in tuple.__iter__(t._shape)):
+        if isinstance(t, Tensor) and any(n >= DYNAMIC_SIZE_BASE for n in tuple.__iter__(t.shape)):
             return True
     return False
 

@@ -89,7 +89,12 @@ class FakeTensorMode:
 # kernels check when the graph runs; reading one as a Python value while capturing is a graph
 # break naming it u<n>), and the real call always produces the real size.
 
-DYNAMIC_SIZE_BASE = 1 << 62
+#
+# The base is 2**62 + 2**60, not 2**62: Python hashes an int modulo 2**61 - 1, so 2**62 + k hashed
+# as the small int k + 2, and a shape cache keyed by size tuples compared a real (50,) with a
+# cached placeholder (u48,) -- a data-dependent read in the middle of a capture. These hash as
+# 2**60 + 2 + k, far from any real size.
+DYNAMIC_SIZE_BASE = (1 << 62) + (1 << 60)
 _dynamic_count = [0]
 
 
