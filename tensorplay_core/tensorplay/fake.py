@@ -88,7 +88,6 @@ class FakeTensorMode:
 # there; shape rules meeting two of them, or one and a static size, assume they match and the
 # kernels check when the graph runs; reading one as a Python value while capturing is a graph
 # break naming it u<n>), and the real call always produces the real size.
-
 #
 # The base is 2**62 + 2**60, not 2**62: Python hashes an int modulo 2**61 - 1, so 2**62 + k hashed
 # as the small int k + 2, and a shape cache keyed by size tuples compared a real (50,) with a
