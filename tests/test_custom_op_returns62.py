@@ -255,7 +255,7 @@ def test_register_autograd_op_checked(ns):
 # ---------------------------------------------------------------------------------------------
 # fake kernels: register_fake's result is checked too
 
-def test_fake_kernel_result_checked_under_fake_mode(ns):
+def _pair_with_a_one_output_fake(ns):
     @lib.custom_op(f"{ns}::pair", mutates_args=(), device_types="cpu")
     def pair(x: Tensor) -> tuple[Tensor, Tensor]:
         return x + 1, x + 2
@@ -264,6 +264,11 @@ def test_fake_kernel_result_checked_under_fake_mode(ns):
     def _(x):
         return x.new_empty(x.shape)          # forgot the second output
 
+    return pair
+
+
+def test_fake_kernel_result_checked_under_fake_mode(ns):
+    pair = _pair_with_a_one_output_fake(ns)
     x = tp.ones(2, 2)
     assert len(pair(x)) == 2                 # the real kernel is right
     with FakeTensorMode():
@@ -274,14 +279,7 @@ def test_fake_kernel_result_checked_under_fake_mode(ns):
 
 
 def test_fake_kernel_result_checked_under_compile(ns):
-    @lib.custom_op(f"{ns}::pair", mutates_args=(), device_types="cpu")
-    def pair(x: Tensor) -> tuple[Tensor, Tensor]:
-        return x + 1, x + 2
-
-    @pair.register_fake
-    def _(x):
-        return x.new_empty(x.shape)
-
+    pair = _pair_with_a_one_output_fake(ns)
     x = tp.tensor([[1.0, 2.0], [3.0, 4.0]])
     assert pair(x)[1].tolist() == [[3.0, 4.0], [5.0, 6.0]]
     with pytest.raises(RuntimeError) as e:
